@@ -1,0 +1,118 @@
+// The plugin loader: finds plugin libraries, dlopens them, negotiates the ABI
+// version, validates every descriptor field, and registers their kernels.
+// It depends on abi/ only; core/ builds on it. One bad plugin never takes the
+// host or the other plugins down: it becomes a Skipped entry with a reason.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "abi/torchferry.h"
+
+namespace torchferry {
+
+enum class LogLevel : int32_t {
+  kDebug = TF_LOG_DEBUG,
+  kInfo = TF_LOG_INFO,
+  kWarn = TF_LOG_WARN,
+  kError = TF_LOG_ERROR,
+  kOff = 100,
+};
+
+// Where to look and what to take. FromEnvironment() reads
+// TORCHFERRY_PLUGIN_PATH, TORCHFERRY_PLUGINS and TORCHFERRY_LOG.
+struct LoaderOptions {
+  // Folders or files, searched in this order; the package's own plugin folder
+  // goes last. A folder contributes its `torchferry_*.so` files sorted by name.
+  std::vector<std::string> search_path;
+  // Comma-separated name globs; `-glob` excludes. Empty: take every plugin.
+  std::string selection;
+  LogLevel log_level = LogLevel::kWarn;
+
+  static LoaderOptions FromEnvironment(const std::string& package_plugin_dir);
+};
+
+struct KernelInfo {
+  std::string op;
+  int32_t device_type;
+  tf_dtype dtype;
+};
+
+struct Plugin {
+  std::string name;
+  std::string version;
+  std::string path;
+  int32_t kind;  // TF_PLUGIN_NATIVE or TF_PLUGIN_FALLBACK
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  std::vector<KernelInfo> kernels;
+  void* dl_handle;  // never closed: kernels may be running until exit
+  const tf_plugin* descriptor;
+};
+
+// A plugin file that was not loaded, and why: what was expected, what was
+// found (dlerror text included).
+struct Skipped {
+  std::string path;
+  std::string name;  // may be empty when the descriptor was never read
+  std::string reason;
+};
+
+// A kernel that lost to another plugin's kernel for the same key.
+struct Shadowed {
+  KernelInfo kernel;
+  std::string loser;   // plugin name
+  std::string winner;  // plugin name
+};
+
+struct KernelEntry {
+  tf_kernel_fn fn;
+  void* kernel_data;
+  const Plugin* plugin;
+};
+
+// Kernels keyed by (op, device type, dtype). Precedence: a native plugin's
+// kernel beats a fallback plugin's; between plugins of the same kind, the one
+// found first in the search order wins. Lookups are cheap but not free; core
+// caches them per op.
+class Registry {
+ public:
+  Registry();
+  ~Registry();
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  // Discovers and loads every plugin the options allow. Safe to call once.
+  void Load(const LoaderOptions& options);
+  // Loads one file (tests use this to load synthetic plugins one by one).
+  // Returns the plugin, or nullptr with the reason recorded in skipped().
+  const Plugin* LoadFile(const std::string& path);
+
+  const KernelEntry* Find(std::string_view op, int32_t device_type,
+                          tf_dtype dtype) const;
+
+  const std::vector<std::unique_ptr<Plugin>>& plugins() const;
+  const std::vector<Skipped>& skipped() const;
+  const std::vector<Shadowed>& shadowed() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The host service table handed to every plugin's entry function.
+const tf_host_api* HostApi();
+
+// Sets the answer HostApi()->query gives for `key` (e.g. "torch.version").
+void SetHostQuery(const std::string& key, const std::string& value);
+
+// The error sink that tf_call.error_sink and tf_plugin.init point at.
+struct ErrorSink {
+  tf_status status = TF_OK;
+  std::string message;
+};
+
+}  // namespace torchferry
