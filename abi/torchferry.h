@@ -228,6 +228,12 @@ typedef struct tf_plugin {
      (with a message through host->set_error) makes the host skip the plugin
      and report the message. */
   tf_status (*init)(void* error_sink);
+  /* Sets a plugin-defined option (e.g. "strategy" = "pool") from the user
+     (torchferry.plugins.set_option in Python). May be NULL: no options.
+     An unknown key or bad value is reported through host->set_error. Never
+     called while a kernel of this plugin runs on another thread. */
+  tf_status (*set_option)(const char* key, const char* value,
+                          void* error_sink);
   /* An array of num_kernels entries; each has struct_size set to the same
      sizeof(tf_kernel), which is also the array's stride. */
   const tf_kernel* kernels;
