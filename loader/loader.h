@@ -35,6 +35,12 @@ struct LoaderOptions {
   static LoaderOptions FromEnvironment(const std::string& package_plugin_dir);
 };
 
+// The error sink that tf_call.error_sink and tf_plugin.init point at.
+struct ErrorSink {
+  tf_status status = TF_OK;
+  std::string message;
+};
+
 struct KernelInfo {
   std::string op;
   int32_t device_type;
@@ -94,6 +100,16 @@ class Registry {
   const KernelEntry* Find(std::string_view op, int32_t device_type,
                           tf_dtype dtype) const;
 
+  // The loaded plugin called `name`, or nullptr.
+  const Plugin* FindPlugin(std::string_view name) const;
+
+  // Hands a user option to a plugin's set_option. An unknown plugin
+  // (TF_ERROR_INVALID_ARGUMENT) or one without options (TF_ERROR_UNSUPPORTED)
+  // is reported through `sink` like a failure the plugin set itself. Not
+  // thread-safe against kernels of that plugin running (ABI.md).
+  tf_status SetOption(std::string_view plugin_name, const std::string& key,
+                      const std::string& value, ErrorSink* sink);
+
   const std::vector<std::unique_ptr<Plugin>>& plugins() const;
   const std::vector<Skipped>& skipped() const;
   const std::vector<Shadowed>& shadowed() const;
@@ -108,11 +124,5 @@ const tf_host_api* HostApi();
 
 // Sets the answer HostApi()->query gives for `key` (e.g. "torch.version").
 void SetHostQuery(const std::string& key, const std::string& value);
-
-// The error sink that tf_call.error_sink and tf_plugin.init point at.
-struct ErrorSink {
-  tf_status status = TF_OK;
-  std::string message;
-};
 
 }  // namespace torchferry

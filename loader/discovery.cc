@@ -1,0 +1,159 @@
+#include "loader/discovery.h"
+
+#include <dirent.h>
+#include <fmt/format.h>
+#include <fnmatch.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "loader/loader.h"
+#include "loader/log.h"
+
+namespace torchferry {
+namespace {
+
+constexpr std::string_view kFilePrefix = "torchferry_";
+constexpr std::string_view kFileSuffix = ".so";
+
+bool StartsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.substr(s.size() - suffix.size()) == suffix;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+bool IsRegularFile(const std::string& path) {
+  struct stat info;  // stat, not lstat: a symlink to a plugin is a plugin
+  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+}
+
+std::vector<std::string> PluginFilesIn(const std::string& folder) {
+  std::vector<std::string> names;
+  DIR* dir = ::opendir(folder.c_str());
+  if (dir == nullptr) return names;
+  while (const dirent* entry = ::readdir(dir)) {
+    std::string_view name = entry->d_name;
+    if (name.size() > kFilePrefix.size() + kFileSuffix.size() &&
+        StartsWith(name, kFilePrefix) && EndsWith(name, kFileSuffix)) {
+      names.emplace_back(name);
+    }
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  std::vector<std::string> files;
+  for (const std::string& name : names) {
+    std::string path =
+        folder.back() == '/' ? folder + name : folder + "/" + name;
+    if (IsRegularFile(path)) files.push_back(std::move(path));
+  }
+  return files;
+}
+
+}  // namespace
+
+std::vector<std::string> SplitSearchPath(std::string_view path_list) {
+  std::vector<std::string> entries;
+  while (!path_list.empty()) {
+    size_t colon = path_list.find(':');
+    std::string_view entry = path_list.substr(0, colon);
+    if (!entry.empty()) entries.emplace_back(entry);
+    if (colon == std::string_view::npos) break;
+    path_list.remove_prefix(colon + 1);
+  }
+  return entries;
+}
+
+std::vector<std::string> ListPluginFiles(
+    const std::vector<std::string>& search_path) {
+  std::vector<std::string> files;
+  for (const std::string& entry : search_path) {
+    struct stat info;
+    if (entry.empty()) continue;
+    if (::stat(entry.c_str(), &info) != 0) {
+      Log(LogLevel::kWarn, "loader",
+          fmt::format("plugin search path entry '{}' does not exist; "
+                      "expected a folder or a plugin file; check "
+                      "TORCHFERRY_PLUGIN_PATH",
+                      entry));
+      continue;
+    }
+    if (S_ISDIR(info.st_mode)) {
+      std::vector<std::string> found = PluginFilesIn(entry);
+      Log(LogLevel::kDebug, "loader",
+          fmt::format("{} plugin file(s) in '{}'", found.size(), entry));
+      files.insert(files.end(), found.begin(), found.end());
+    } else {
+      files.push_back(entry);
+    }
+  }
+  return files;
+}
+
+std::string PluginStem(std::string_view path) {
+  size_t slash = path.rfind('/');
+  std::string_view name =
+      slash == std::string_view::npos ? path : path.substr(slash + 1);
+  if (EndsWith(name, kFileSuffix)) name.remove_suffix(kFileSuffix.size());
+  if (StartsWith(name, kFilePrefix)) name.remove_prefix(kFilePrefix.size());
+  return std::string(name);
+}
+
+bool IsSelected(std::string_view selection, std::string_view stem) {
+  const std::string stem_z(stem);
+  bool any_include = false;
+  bool included = false;
+  while (true) {
+    size_t comma = selection.find(',');
+    std::string_view glob = Trim(selection.substr(0, comma));
+    if (!glob.empty()) {
+      bool exclude = glob.front() == '-';
+      if (exclude) glob.remove_prefix(1);
+      const std::string glob_z(glob);
+      bool matches = ::fnmatch(glob_z.c_str(), stem_z.c_str(), 0) == 0;
+      if (exclude && matches) return false;
+      if (!exclude) {
+        any_include = true;
+        included = included || matches;
+      }
+    }
+    if (comma == std::string_view::npos) break;
+    selection.remove_prefix(comma + 1);
+  }
+  return !any_include || included;
+}
+
+LoaderOptions LoaderOptions::FromEnvironment(
+    const std::string& package_plugin_dir) {
+  LoaderOptions options;
+  if (const char* path = std::getenv("TORCHFERRY_PLUGIN_PATH")) {
+    options.search_path = SplitSearchPath(path);
+  }
+  if (!package_plugin_dir.empty()) {
+    options.search_path.push_back(package_plugin_dir);
+  }
+  if (const char* selection = std::getenv("TORCHFERRY_PLUGINS")) {
+    options.selection = selection;
+  }
+  // GetLogLevel() has already read (and complained about) TORCHFERRY_LOG.
+  options.log_level = GetLogLevel();
+  if (const char* level = std::getenv("TORCHFERRY_LOG")) {
+    options.log_level = ParseLogLevel(level).value_or(LogLevel::kWarn);
+  }
+  return options;
+}
+
+}  // namespace torchferry

@@ -1,0 +1,74 @@
+#include "loader/open_plugin.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include "loader/known_values.h"
+#include "loader/loader.h"
+#include "loader/log.h"
+
+namespace torchferry {
+namespace {
+
+std::string FileName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Without a slash dlopen would search the library path instead of the file.
+std::string DlopenPath(const std::string& path) {
+  return path.find('/') == std::string::npos ? "./" + path : path;
+}
+
+std::string LastDlerror() {
+  const char* error = ::dlerror();
+  return error != nullptr ? error : "no dlerror() message";
+}
+
+}  // namespace
+
+OpenedPlugin OpenPlugin(const std::string& path) {
+  OpenedPlugin opened;
+  const std::string file = FileName(path);
+  ::dlerror();  // clear a stale message so the one we report is ours
+  opened.dl_handle = ::dlopen(DlopenPath(path).c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (opened.dl_handle == nullptr) {
+    opened.error = fmt::format(
+        "{}: cannot load the library: {}; expected a shared library built for "
+        "this platform whose dependencies are all found (check with `ldd {}`)",
+        file, LastDlerror(), path);
+    return opened;
+  }
+  ::dlerror();
+  void* symbol = ::dlsym(opened.dl_handle, TF_PLUGIN_ENTRY_SYMBOL);
+  if (symbol == nullptr) {
+    opened.error = fmt::format(
+        "{}: no entry symbol '{}' ({}); expected a plugin that exports it "
+        "with TF_PLUGIN_EXPORT (check with `nm -D --defined-only {}`)",
+        file, TF_PLUGIN_ENTRY_SYMBOL, LastDlerror(), path);
+    return opened;
+  }
+  auto entry = reinterpret_cast<tf_plugin_entry_fn>(symbol);
+  opened.descriptor =
+      entry(TF_ABI_VERSION_MAJOR, TF_ABI_VERSION_MINOR, HostApi());
+  opened.validation = ValidateDescriptor(opened.descriptor, file);
+  if (!opened.validation.ok) {
+    opened.error = opened.validation.error;
+    return opened;
+  }
+  opened.ok = true;
+  return opened;
+}
+
+std::string InitPlugin(const tf_plugin* descriptor, const std::string& file) {
+  if (descriptor->init == nullptr) return "";
+  ErrorSink sink;
+  tf_status status = descriptor->init(&sink);
+  if (status == TF_OK) return "";
+  return fmt::format(
+      "{}: init of plugin '{}' failed with {}: {}", FileName(file),
+      descriptor->name, StatusName(status),
+      sink.message.empty() ? "(the plugin set no message)" : sink.message);
+}
+
+}  // namespace torchferry

@@ -1,0 +1,30 @@
+// Opening one plugin file: dlopen, the entry symbol, the entry call, the
+// descriptor's validation, and later its init. The registry decides what to do
+// with the result; nothing here throws for a bad plugin.
+#pragma once
+
+#include <string>
+
+#include "abi/torchferry.h"
+#include "loader/validate.h"
+
+namespace torchferry {
+
+struct OpenedPlugin {
+  bool ok = false;
+  std::string error;  // when !ok: names the file, expected and found
+  void* dl_handle = nullptr;
+  const tf_plugin* descriptor = nullptr;
+  ValidationResult validation;
+};
+
+// dlopens `path` (RTLD_NOW | RTLD_LOCAL), calls its entry and validates what
+// it returns. The library stays open even on failure: its entry may already
+// have run code whose teardown would be unsafe.
+OpenedPlugin OpenPlugin(const std::string& path);
+
+// Calls the descriptor's init (when there is one); returns "" on success, or
+// why not, with the message the plugin set.
+std::string InitPlugin(const tf_plugin* descriptor, const std::string& file);
+
+}  // namespace torchferry

@@ -1,0 +1,230 @@
+// The kernel registry: loads plugin files in search order, keeps every
+// plugin it accepted, explains every one it did not, and answers which kernel
+// serves an (op, device type, dtype).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <exception>
+#include <unordered_map>
+
+#include "loader/discovery.h"
+#include "loader/known_values.h"
+#include "loader/loader.h"
+#include "loader/log.h"
+#include "loader/op_names.h"
+#include "loader/open_plugin.h"
+
+namespace torchferry {
+namespace {
+
+// Op index (8 bits), device type (32 bits), dtype code and bits (8 each) in
+// one word. Lanes are always 1 for a registered kernel, so they need no bits.
+uint64_t KernelKey(int op_index, int32_t device_type, tf_dtype dtype) {
+  return (static_cast<uint64_t>(static_cast<uint8_t>(op_index)) << 48) |
+         (static_cast<uint64_t>(static_cast<uint32_t>(device_type)) << 16) |
+         (static_cast<uint64_t>(dtype.code) << 8) | dtype.bits;
+}
+
+const char* KindName(int32_t kind) {
+  return kind == TF_PLUGIN_FALLBACK ? "fallback" : "native";
+}
+
+std::string KernelLabel(const KernelInfo& k) {
+  return fmt::format("({}, {}, {})", k.op, DeviceName(k.device_type),
+                     DtypeName(k.dtype));
+}
+
+}  // namespace
+
+struct Registry::Impl {
+  std::unordered_map<uint64_t, KernelEntry> table;
+  std::vector<std::unique_ptr<Plugin>> plugins;
+  std::vector<Skipped> skipped;
+  std::vector<Shadowed> shadowed;
+  std::vector<uint64_t> shadowed_keys;  // parallel to `shadowed`
+
+  void Skip(const std::string& path, const std::string& name,
+            const std::string& reason, LogLevel level = LogLevel::kWarn) {
+    Log(level, "loader", "skipped " + reason);
+    skipped.push_back({path, name, reason});
+  }
+
+  const Plugin* LoadFileOrSkip(const std::string& path);
+  void Register(const Plugin& plugin, const ValidationResult& validation);
+};
+
+Registry::Registry() : impl_(std::make_unique<Impl>()) {}
+Registry::~Registry() = default;
+
+void Registry::Load(const LoaderOptions& options) {
+  SetLogLevel(options.log_level);
+  for (const std::string& path : ListPluginFiles(options.search_path)) {
+    const std::string stem = PluginStem(path);
+    if (!IsSelected(options.selection, stem)) {
+      impl_->Skip(path, "",
+                  fmt::format("{}: '{}' is not selected by "
+                              "TORCHFERRY_PLUGINS='{}'",
+                              path, stem, options.selection),
+                  LogLevel::kDebug);
+      continue;
+    }
+    LoadFile(path);
+  }
+}
+
+const Plugin* Registry::LoadFile(const std::string& path) {
+  // The boundary: nothing a plugin or a full heap does may escape to the
+  // caller, which is usually a Python import.
+  try {
+    return impl_->LoadFileOrSkip(path);
+  } catch (const std::exception& e) {
+    impl_->Skip(
+        path, "",
+        fmt::format("{}: internal error while loading: {}", path, e.what()),
+        LogLevel::kError);
+  } catch (...) {
+    impl_->Skip(path, "", path + ": internal error while loading",
+                LogLevel::kError);
+  }
+  return nullptr;
+}
+
+const Plugin* Registry::Impl::LoadFileOrSkip(const std::string& path) {
+  OpenedPlugin opened = OpenPlugin(path);
+  const ValidationResult& v = opened.validation;
+  if (!opened.ok) {
+    Skip(path, v.name, opened.error);
+    return nullptr;
+  }
+  for (const auto& existing : plugins) {
+    if (existing->name == v.name) {
+      Skip(path, v.name,
+           fmt::format("{}: plugin '{}' is already loaded from {}; expected "
+                       "each plugin name once in the search path; remove one "
+                       "of the two files",
+                       path, v.name, existing->path));
+      return nullptr;
+    }
+  }
+  for (const std::string& note : v.notes) Log(LogLevel::kDebug, "loader", note);
+  std::string init_error = InitPlugin(opened.descriptor, path);
+  if (!init_error.empty()) {
+    Skip(path, v.name, init_error);
+    return nullptr;
+  }
+
+  auto plugin = std::make_unique<Plugin>();
+  plugin->name = v.name;
+  plugin->version = v.version;
+  plugin->path = path;
+  plugin->kind = v.kind;
+  plugin->abi_major = v.abi_major;
+  plugin->abi_minor = v.abi_minor;
+  plugin->dl_handle = opened.dl_handle;
+  plugin->descriptor = opened.descriptor;
+  for (const ValidatedKernel& k : v.kernels) {
+    plugin->kernels.push_back({std::string(kOpNames[k.op_index]),
+                               k.kernel->device_type, k.kernel->dtype});
+  }
+  plugins.push_back(std::move(plugin));
+  const Plugin& loaded = *plugins.back();
+  Register(loaded, v);
+  Log(LogLevel::kInfo, "loader",
+      fmt::format("loaded {} plugin '{}' {} (ABI {}.{}) from {}: {} kernel(s)",
+                  KindName(loaded.kind), loaded.name, loaded.version,
+                  loaded.abi_major, loaded.abi_minor, path,
+                  loaded.kernels.size()));
+  return &loaded;
+}
+
+void Registry::Impl::Register(const Plugin& plugin,
+                              const ValidationResult& validation) {
+  for (size_t i = 0; i < validation.kernels.size(); ++i) {
+    const ValidatedKernel& k = validation.kernels[i];
+    const KernelInfo& info = plugin.kernels[i];
+    const uint64_t key = KernelKey(k.op_index, info.device_type, info.dtype);
+    const KernelEntry entry{k.kernel->fn, k.kernel->kernel_data, &plugin};
+    auto [it, inserted] = table.emplace(key, entry);
+    if (inserted) continue;
+    const Plugin* holder = it->second.plugin;
+    const bool takes_over =
+        plugin.kind == TF_PLUGIN_NATIVE && holder->kind == TF_PLUGIN_FALLBACK;
+    const Plugin& winner = takes_over ? plugin : *holder;
+    const Plugin& loser = takes_over ? *holder : plugin;
+    if (takes_over) {
+      it->second = entry;
+      // Kernels that lost to the old holder now lose to the new one.
+      for (size_t s = 0; s < shadowed.size(); ++s) {
+        if (shadowed_keys[s] == key) shadowed[s].winner = plugin.name;
+      }
+    }
+    shadowed.push_back({info, loser.name, winner.name});
+    shadowed_keys.push_back(key);
+    Log(LogLevel::kDebug, "loader",
+        fmt::format("kernel {} of '{}' ({}) is shadowed by '{}' ({})",
+                    KernelLabel(info), loser.name, KindName(loser.kind),
+                    winner.name, KindName(winner.kind)));
+  }
+}
+
+const KernelEntry* Registry::Find(std::string_view op, int32_t device_type,
+                                  tf_dtype dtype) const {
+  const int op_index = OpIndex(op);
+  if (op_index < 0 || dtype.lanes != 1) return nullptr;
+  auto it = impl_->table.find(KernelKey(op_index, device_type, dtype));
+  return it != impl_->table.end() ? &it->second : nullptr;
+}
+
+const Plugin* Registry::FindPlugin(std::string_view name) const {
+  for (const auto& plugin : impl_->plugins) {
+    if (plugin->name == name) return plugin.get();
+  }
+  return nullptr;
+}
+
+tf_status Registry::SetOption(std::string_view plugin_name,
+                              const std::string& key, const std::string& value,
+                              ErrorSink* sink) {
+  ErrorSink local;
+  if (sink == nullptr) sink = &local;
+  *sink = ErrorSink{};
+  const Plugin* plugin = FindPlugin(plugin_name);
+  if (plugin == nullptr) {
+    std::string loaded;
+    for (const auto& p : impl_->plugins) {
+      loaded += (loaded.empty() ? "" : ", ") + p->name;
+    }
+    sink->status = TF_ERROR_INVALID_ARGUMENT;
+    sink->message =
+        fmt::format("no plugin named '{}' is loaded; expected one of: {}",
+                    plugin_name, loaded.empty() ? "(none loaded)" : loaded);
+    return sink->status;
+  }
+  if (plugin->descriptor->set_option == nullptr) {
+    sink->status = TF_ERROR_UNSUPPORTED;
+    sink->message = fmt::format(
+        "plugin '{}' takes no options (its set_option is NULL); cannot set "
+        "'{}'",
+        plugin->name, key);
+    return sink->status;
+  }
+  tf_status status =
+      plugin->descriptor->set_option(key.c_str(), value.c_str(), sink);
+  sink->status = status;
+  if (status != TF_OK && sink->message.empty()) {
+    sink->message =
+        fmt::format("set_option('{}', '{}') failed with {} and no message", key,
+                    value, StatusName(status));
+  }
+  return status;
+}
+
+const std::vector<std::unique_ptr<Plugin>>& Registry::plugins() const {
+  return impl_->plugins;
+}
+const std::vector<Skipped>& Registry::skipped() const { return impl_->skipped; }
+const std::vector<Shadowed>& Registry::shadowed() const {
+  return impl_->shadowed;
+}
+
+}  // namespace torchferry

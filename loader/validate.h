@@ -1,0 +1,61 @@
+// Checks a plugin descriptor against ABI.md "Loading" without opening any
+// library, so that tests and fuzzers can feed it descriptors built in memory.
+// Strings are read at most a bounded number of bytes, and counts and sizes
+// are capped, so a garbage descriptor yields an error, not a runaway read.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "abi/torchferry.h"
+
+namespace torchferry {
+
+// The size each growing struct had in ABI 1.0: the end of its last 1.0 field,
+// so these stay right when later minors append fields.
+inline constexpr size_t kPluginV1Size =
+    offsetof(tf_plugin, num_kernels) + sizeof(size_t);
+inline constexpr size_t kKernelV1Size =
+    offsetof(tf_kernel, kernel_data) + sizeof(void*);
+inline constexpr size_t kHostApiV1Size =
+    offsetof(tf_host_api, query) + sizeof(void*);
+inline constexpr size_t kCallV1Size =
+    offsetof(tf_call, error_sink) + sizeof(void*);
+
+// Sanity caps that no real plugin comes near.
+inline constexpr size_t kMaxKernels = 1u << 16;
+inline constexpr size_t kMaxKernelStructSize = 4096;
+inline constexpr size_t kMaxNameLength = 63;
+
+struct ValidatedKernel {
+  const tf_kernel* kernel;
+  int op_index;  // into kOpNames
+};
+
+struct ValidationResult {
+  bool ok = false;
+  // When !ok: why, naming the file, what was expected and what was found.
+  std::string error;
+  std::string name;
+  std::string version;
+  int32_t kind = TF_PLUGIN_NATIVE;
+  uint32_t abi_major = 0;
+  uint32_t abi_minor = 0;
+  // The kernels to register, in the descriptor's order.
+  std::vector<ValidatedKernel> kernels;
+  // Kernels left out without rejecting the plugin (an op this host does not
+  // know yet, from a plugin of a newer minor): one line each, for the log.
+  std::vector<std::string> notes;
+};
+
+// `file` labels the messages (the file name; tests pass any label). The
+// descriptor may be NULL. Never throws except std::bad_alloc.
+ValidationResult ValidateDescriptor(const tf_plugin* descriptor,
+                                    std::string_view file,
+                                    uint32_t host_major = TF_ABI_VERSION_MAJOR,
+                                    uint32_t host_minor = TF_ABI_VERSION_MINOR);
+
+}  // namespace torchferry
