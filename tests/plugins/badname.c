@@ -1,0 +1,9 @@
+/* Broken: a name outside [a-z0-9_]. */
+#include "synthetic.h"
+
+static const tf_kernel kernels[] = {
+    SYNTHETIC_KERNEL("abs", TF_DEVICE_CPU, SYNTHETIC_F32, synthetic_ok_kernel),
+};
+static const tf_plugin plugin =
+    SYNTHETIC_PLUGIN("Bad Name!", TF_PLUGIN_NATIVE, kernels);
+SYNTHETIC_ENTRY(plugin)

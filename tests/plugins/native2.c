@@ -1,0 +1,11 @@
+/* Correct: a second native plugin, for precedence. abs is also served by
+   "good"; exp only here. */
+#include "synthetic.h"
+
+static const tf_kernel kernels[] = {
+    SYNTHETIC_KERNEL("abs", TF_DEVICE_CPU, SYNTHETIC_F32, synthetic_ok_kernel),
+    SYNTHETIC_KERNEL("exp", TF_DEVICE_CPU, SYNTHETIC_F32, synthetic_ok_kernel),
+};
+static const tf_plugin plugin =
+    SYNTHETIC_PLUGIN("native2", TF_PLUGIN_NATIVE, kernels);
+SYNTHETIC_ENTRY(plugin)
