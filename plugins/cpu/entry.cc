@@ -1,0 +1,81 @@
+// The plugin's one exported symbol: negotiates the ABI version with the host
+// and hands back the descriptor with the kernel table every kernel file
+// contributes to.
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include "abi/torchferry.h"
+#include "kernel_table.h"
+
+namespace torchferry::cpu {
+namespace {
+
+#ifndef TORCHFERRY_CPU_VERSION
+#define TORCHFERRY_CPU_VERSION "0.1.0"
+#endif
+
+// Joined once, on the first entry call, and kept until the library unloads.
+const std::vector<tf_kernel>& AllKernels() {
+  static const std::vector<tf_kernel> kernels = [] {
+    const KernelList parts[] = {
+        ElementwiseKernels(), SiluAndMulKernels(), ReduceKernels(),
+        MatmulKernels(),      CastKernels(),       StackKernels(),
+        NoopKernels(),
+    };
+    std::vector<tf_kernel> joined;
+    for (const KernelList& part : parts) {
+      joined.insert(joined.end(), part.items, part.items + part.count);
+    }
+    return joined;
+  }();
+  return kernels;
+}
+
+const tf_plugin* Describe() {
+  static const tf_plugin plugin = [] {
+    const std::vector<tf_kernel>& kernels = AllKernels();
+    tf_plugin p{};
+    p.struct_size = sizeof(tf_plugin);
+    p.abi_version_major = TF_ABI_VERSION_MAJOR;
+    p.abi_version_minor = TF_ABI_VERSION_MINOR;
+    p.name = "cpu";
+    p.version = TORCHFERRY_CPU_VERSION;
+    p.kind = TF_PLUGIN_NATIVE;
+    p.init = nullptr;
+    p.set_option = nullptr;
+    p.kernels = kernels.data();
+    p.num_kernels = kernels.size();
+    return p;
+  }();
+  return &plugin;
+}
+
+void Log(const tf_host_api* host, int32_t level, const char* message) {
+  if (host != nullptr && host->log != nullptr) host->log(level, "cpu", message);
+}
+
+}  // namespace
+}  // namespace torchferry::cpu
+
+extern "C" TF_PLUGIN_EXPORT const tf_plugin* torchferry_plugin_entry(
+    uint32_t host_abi_major, uint32_t host_abi_minor, const tf_host_api* host) {
+  using torchferry::cpu::Log;
+  (void)host_abi_minor;  // every 1.x host has what this plugin uses
+  if (host_abi_major != TF_ABI_VERSION_MAJOR) {
+    char message[160];
+    std::snprintf(message, sizeof message,
+                  "expected a host of ABI major version %d, found %u; install "
+                  "the cpu plugin built for this host",
+                  TF_ABI_VERSION_MAJOR, static_cast<unsigned>(host_abi_major));
+    Log(host, TF_LOG_ERROR, message);
+    return nullptr;
+  }
+  try {
+    return torchferry::cpu::Describe();
+  } catch (const std::exception& e) {
+    // Only allocation can throw here; nothing may cross the C ABI.
+    Log(host, TF_LOG_ERROR, e.what());
+    return nullptr;
+  }
+}

@@ -1,0 +1,53 @@
+// Generates the plugin's kernel table from compact lists: each op is a struct
+// with a name and a `template <typename T> static tf_status Run(const
+// tf_call*)`, and KernelsFor<Op>(TypeList<...>{}) expands it into one
+// tf_kernel per element type. Each kernel file exposes its part of the table
+// as a KernelList; entry.cc joins them.
+#pragma once
+
+#include <array>
+#include <cstddef>
+
+#include "abi/torchferry.h"
+#include "dtype.h"
+
+namespace torchferry::cpu {
+
+struct KernelList {
+  const tf_kernel* items;
+  size_t count;
+};
+
+template <typename Op, typename T>
+constexpr tf_kernel KernelFor() {
+  return tf_kernel{sizeof(tf_kernel),    Op::kName, TF_DEVICE_CPU, DtypeOf<T>(),
+                   &Op::template Run<T>, nullptr};
+}
+
+template <typename Op, typename... Ts>
+constexpr std::array<tf_kernel, sizeof...(Ts)> KernelsFor(TypeList<Ts...>) {
+  return {{KernelFor<Op, Ts>()...}};
+}
+
+template <size_t... Ns>
+constexpr std::array<tf_kernel, (Ns + ... + 0)> JoinKernels(
+    const std::array<tf_kernel, Ns>&... parts) {
+  std::array<tf_kernel, (Ns + ... + 0)> joined{};
+  size_t next = 0;
+  auto append = [&](const auto& part) {
+    for (const tf_kernel& k : part) joined[next++] = k;
+  };
+  (append(parts), ...);
+  return joined;
+}
+
+// Each kernel file's share of the table.
+KernelList ElementwiseKernels();
+KernelList SiluAndMulKernels();
+KernelList ReduceKernels();
+KernelList MatmulKernels();
+KernelList CastKernels();
+KernelList StackKernels();
+KernelList NoopKernels();
+
+}  // namespace torchferry::cpu

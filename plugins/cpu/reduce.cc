@@ -1,0 +1,273 @@
+// The row-wise reductions: rms_norm (over the last dim) and softmax (over any
+// dim). Both sum in the accumulate type (float32 for the 16-bit floats,
+// float64 for float64) and write each output once, rounding to the stored
+// dtype at the end.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "call.h"
+#include "dtype.h"
+#include "kernel_table.h"
+#include "strided.h"
+
+namespace torchferry::cpu {
+namespace {
+
+// Walks every position of x's shape with dimension `skip` taken out, i.e.
+// the start of every line along `skip`, handing `runs` the walker's inner
+// runs: runs(offsets, len, strides) with offsets/strides [0] for x and [1]
+// for out, so that a caller may process neighbouring lines together. Returns
+// false when x has more dims than the walker takes.
+template <typename Runs>
+bool ForEachLine(const tf_tensor& x, const tf_tensor& out, int skip,
+                 const Runs& runs) {
+  int64_t shape[kMaxRank];
+  int64_t x_strides[kMaxRank];
+  int64_t out_strides[kMaxRank];
+  if (x.ndim - 1 > kMaxRank) return false;
+  int rank = 0;
+  for (int d = 0; d < x.ndim; ++d) {
+    if (d == skip) continue;
+    shape[rank] = x.shape[d];
+    x_strides[rank] = x.strides[d];
+    out_strides[rank] = out.strides[d];
+    ++rank;
+  }
+  StridedWalker<2> walker;
+  if (!walker.Init(rank, shape, {x_strides, out_strides})) return false;
+  walker.Run(runs);
+  return true;
+}
+
+// ---- rms_norm ------------------------------------------------------------
+
+// Sum of squares with eight independent partial sums on a unit stride, which
+// the compiler can keep in one vector register without reassociating floats
+// on its own.
+template <typename T, typename A>
+A SumOfSquares(const T* x, int64_t stride, int64_t n) {
+  A total = 0;
+  int64_t i = 0;
+  if (stride == 1) {
+    A lanes[8] = {};
+    for (; i + 8 <= n; i += 8) {
+      for (int l = 0; l < 8; ++l) {
+        const A v = static_cast<A>(Load(x[i + l]));
+        lanes[l] += v * v;
+      }
+    }
+    for (int l = 0; l < 8; ++l) total += lanes[l];
+  }
+  for (; i < n; ++i) {
+    const A v = static_cast<A>(Load(x[i * stride]));
+    total += v * v;
+  }
+  return total;
+}
+
+template <typename T, typename A>
+void ScaleRowUnit(const T* __restrict x, const T* __restrict w,
+                  T* __restrict out, int64_t n, A scale) {
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = Store<T>(static_cast<ComputeOf<T>>(
+        static_cast<A>(Load(x[i])) * scale * static_cast<A>(Load(w[i]))));
+  }
+}
+
+struct RmsNorm {
+  static constexpr const char* kName = "rms_norm";
+  template <typename T>
+  static tf_status Run(const tf_call* call) {
+    if (tf_status s = CheckArity(call, kName, 2, 1, 1); s != TF_OK) return s;
+    using A = AccumulateOf<T>;
+    const tf_tensor& x = TensorArg(call->inputs, 0);
+    const tf_tensor& weight = TensorArg(call->inputs, 1);
+    const tf_tensor& out = call->outputs[0];
+    const tf_arg& eps_arg = call->attrs[0];
+    if (x.ndim < 1 || weight.ndim != 1 ||
+        weight.shape[0] != x.shape[x.ndim - 1]) {
+      return Fail(call, TF_ERROR_INVALID_ARGUMENT,
+                  "rms_norm: expected x with at least 1 dim and a 1-D weight "
+                  "of x's last dim, found x with %d dims and weight with %d",
+                  x.ndim, weight.ndim);
+    }
+    if (eps_arg.kind != TF_ARG_FLOAT && eps_arg.kind != TF_ARG_INT) {
+      return Fail(call, TF_ERROR_INVALID_ARGUMENT,
+                  "rms_norm: expected eps as a float attribute, found "
+                  "argument kind %d",
+                  static_cast<int>(eps_arg.kind));
+    }
+    const A eps = eps_arg.kind == TF_ARG_FLOAT
+                      ? static_cast<A>(eps_arg.value.f)
+                      : static_cast<A>(eps_arg.value.i);
+    if (Numel(x) == 0) return TF_OK;
+
+    const int last = x.ndim - 1;
+    const int64_t n = x.shape[last];
+    const int64_t xs = x.strides[last];
+    const int64_t os = out.strides[last];
+    const int64_t ws = weight.strides[0];
+    const T* x_data = DataOf<const T>(x);
+    const T* w = DataOf<const T>(weight);
+    T* out_data = DataOf<T>(out);
+    const bool done = ForEachLine(
+        x, out, last, [&](const int64_t* off, int64_t len, const int64_t* st) {
+          for (int64_t r = 0; r < len; ++r) {
+            const T* xr = x_data + off[0] + r * st[0];
+            T* orow = out_data + off[1] + r * st[1];
+            const A mean = SumOfSquares<T, A>(xr, xs, n) / static_cast<A>(n);
+            const A scale = A{1} / std::sqrt(mean + eps);
+            if (xs == 1 && ws == 1 && os == 1) {
+              ScaleRowUnit<T, A>(xr, w, orow, n, scale);
+              continue;
+            }
+            for (int64_t i = 0; i < n; ++i) {
+              orow[i * os] = Store<T>(static_cast<ComputeOf<T>>(
+                  static_cast<A>(Load(xr[i * xs])) * scale *
+                  static_cast<A>(Load(w[i * ws]))));
+            }
+          }
+        });
+    return done ? TF_OK : TooManyDims(call, kName, x.ndim);
+  }
+};
+
+// ---- softmax -------------------------------------------------------------
+
+// exp(x - max) / sum, with the max subtracted so that exp cannot overflow.
+// For float32 and float64 the exponentials are parked in `out` between the
+// passes; the 16-bit types recompute them rather than round them twice.
+template <typename T, typename A>
+constexpr bool kParkInOutput = std::is_same_v<T, A>;
+
+// kUnit fixes both strides at 1 so that the compiler sees plain arrays.
+template <typename T, typename A, bool kUnit>
+void SoftmaxLine(const T* x, int64_t x_stride, T* out, int64_t out_stride,
+                 int64_t n) {
+  const int64_t xs = kUnit ? 1 : x_stride;
+  const int64_t os = kUnit ? 1 : out_stride;
+  A max = -std::numeric_limits<A>::infinity();
+  for (int64_t i = 0; i < n; ++i) {
+    const A v = static_cast<A>(Load(x[i * xs]));
+    max = v > max ? v : max;  // a NaN poisons the sum below, as in torch
+  }
+  A sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const A e = std::exp(static_cast<A>(Load(x[i * xs])) - max);
+    sum += e;
+    if constexpr (kParkInOutput<T, A>) out[i * os] = e;
+  }
+  const A inv = A{1} / sum;
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (kParkInOutput<T, A>) {
+      out[i * os] *= inv;
+    } else {
+      const A e = std::exp(static_cast<A>(Load(x[i * xs])) - max);
+      out[i * os] = Store<T>(static_cast<ComputeOf<T>>(e * inv));
+    }
+  }
+}
+
+// Softmax over a dim that is not innermost, on `len` neighbouring lines that
+// sit side by side in memory (unit stride between lines): walk the lines
+// together, row by row, so every memory access is contiguous. Per-line state
+// lives in stack arrays of kColumns.
+template <typename T, typename A>
+void SoftmaxColumns(const T* x, int64_t xs, T* out, int64_t os, int64_t n,
+                    int64_t len) {
+  constexpr int64_t kColumns = 64;
+  for (int64_t c0 = 0; c0 < len; c0 += kColumns) {
+    const int64_t cn = len - c0 < kColumns ? len - c0 : kColumns;
+    A max[kColumns];
+    A sum[kColumns];
+    for (int64_t c = 0; c < cn; ++c) {
+      max[c] = -std::numeric_limits<A>::infinity();
+      sum[c] = 0;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const T* row = x + i * xs + c0;
+      for (int64_t c = 0; c < cn; ++c) {
+        const A v = static_cast<A>(Load(row[c]));
+        max[c] = v > max[c] ? v : max[c];
+      }
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const T* row = x + i * xs + c0;
+      T* orow = out + i * os + c0;
+      for (int64_t c = 0; c < cn; ++c) {
+        const A e = std::exp(static_cast<A>(Load(row[c])) - max[c]);
+        sum[c] += e;
+        if constexpr (kParkInOutput<T, A>) orow[c] = e;
+      }
+    }
+    for (int64_t c = 0; c < cn; ++c) sum[c] = A{1} / sum[c];
+    for (int64_t i = 0; i < n; ++i) {
+      const T* row = x + i * xs + c0;
+      T* orow = out + i * os + c0;
+      for (int64_t c = 0; c < cn; ++c) {
+        if constexpr (kParkInOutput<T, A>) {
+          orow[c] *= sum[c];
+        } else {
+          const A e = std::exp(static_cast<A>(Load(row[c])) - max[c]);
+          orow[c] = Store<T>(static_cast<ComputeOf<T>>(e * sum[c]));
+        }
+      }
+    }
+  }
+}
+
+struct Softmax {
+  static constexpr const char* kName = "softmax";
+  template <typename T>
+  static tf_status Run(const tf_call* call) {
+    if (tf_status s = CheckArity(call, kName, 1, 1, 1); s != TF_OK) return s;
+    using A = AccumulateOf<T>;
+    const tf_tensor& x = TensorArg(call->inputs, 0);
+    const tf_tensor& out = call->outputs[0];
+    const tf_arg& dim_arg = call->attrs[0];
+    if (x.ndim < 1 || dim_arg.kind != TF_ARG_INT || dim_arg.value.i < 0 ||
+        dim_arg.value.i >= x.ndim) {
+      return Fail(call, TF_ERROR_INVALID_ARGUMENT,
+                  "softmax: expected an int dim in [0, %d) on a tensor with "
+                  "at least 1 dim, found %s%lld; the host normalises "
+                  "negative dims before the call",
+                  x.ndim, dim_arg.kind == TF_ARG_INT ? "" : "a non-int ",
+                  static_cast<long long>(dim_arg.value.i));
+    }
+    if (Numel(x) == 0) return TF_OK;
+    const int dim = static_cast<int>(dim_arg.value.i);
+    const int64_t n = x.shape[dim];
+    const int64_t xs = x.strides[dim];
+    const int64_t os = out.strides[dim];
+    const T* x_data = DataOf<const T>(x);
+    T* out_data = DataOf<T>(out);
+    const bool done = ForEachLine(
+        x, out, dim, [&](const int64_t* off, int64_t len, const int64_t* st) {
+          const T* xl = x_data + off[0];
+          T* ol = out_data + off[1];
+          if (len > 1 && st[0] == 1 && st[1] == 1 && n > 1) {
+            SoftmaxColumns<T, A>(xl, xs, ol, os, n, len);
+            return;
+          }
+          for (int64_t r = 0; r < len; ++r) {
+            if (xs == 1 && os == 1) {
+              SoftmaxLine<T, A, true>(xl + r * st[0], 1, ol + r * st[1], 1, n);
+            } else {
+              SoftmaxLine<T, A, false>(xl + r * st[0], xs, ol + r * st[1], os,
+                                       n);
+            }
+          }
+        });
+    return done ? TF_OK : TooManyDims(call, kName, x.ndim);
+  }
+};
+
+constexpr auto kTable = JoinKernels(KernelsFor<RmsNorm>(FloatTypes{}),
+                                    KernelsFor<Softmax>(FloatTypes{}));
+
+}  // namespace
+
+KernelList ReduceKernels() { return {kTable.data(), kTable.size()}; }
+
+}  // namespace torchferry::cpu

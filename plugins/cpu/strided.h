@@ -1,0 +1,83 @@
+// A small N-d iterator over several operands that share one shape, each with
+// its own strides. It drops size-1 dimensions and merges dimensions that are
+// laid out back to back in every operand, so that most views (contiguous,
+// sliced rows, broadcast rows) end up as a few long inner runs the caller can
+// hand to a vectorised loop. Everything lives on the stack: no allocation.
+#pragma once
+
+#include <cstdint>
+
+namespace torchferry::cpu {
+
+// The deepest tensor the CPU kernels take; fixed so that the iterator's state
+// fits in stack arrays.
+constexpr int kMaxRank = 8;
+
+template <int N>
+class StridedWalker {
+ public:
+  // Returns false when ndim exceeds kMaxRank; the caller reports it.
+  bool Init(int ndim, const int64_t* shape,
+            const int64_t* const (&strides)[N]) {
+    if (ndim > kMaxRank) return false;
+    rank_ = 0;
+    // Walk from the innermost dimension out, so that dims_[0] is the inner
+    // run and merging looks at the dimension just inside.
+    for (int d = ndim - 1; d >= 0; --d) {
+      const int64_t size = shape[d];
+      if (size == 1) continue;  // its stride never matters
+      if (rank_ > 0 && Mergeable(d, strides)) {
+        sizes_[rank_ - 1] *= size;
+        continue;
+      }
+      sizes_[rank_] = size;
+      for (int k = 0; k < N; ++k) strides_[rank_][k] = strides[k][d];
+      ++rank_;
+    }
+    return true;
+  }
+
+  // Calls body(offsets, length, inner_strides) once per inner run, where
+  // offsets[k] is operand k's element offset of the run's first element and
+  // inner_strides[k] its stride along the run. A tensor with no dimensions
+  // (0-dim or all sizes 1) is one run of length 1. The caller skips tensors
+  // with zero elements.
+  template <typename Body>
+  void Run(const Body& body) const {
+    int64_t offsets[N] = {};
+    if (rank_ == 0) {
+      const int64_t unit[N] = {};
+      body(offsets, int64_t{1}, unit);
+      return;
+    }
+    int64_t index[kMaxRank] = {};
+    for (;;) {
+      body(offsets, sizes_[0], strides_[0]);
+      int d = 1;
+      for (; d < rank_; ++d) {
+        for (int k = 0; k < N; ++k) offsets[k] += strides_[d][k];
+        if (++index[d] < sizes_[d]) break;
+        for (int k = 0; k < N; ++k) offsets[k] -= strides_[d][k] * sizes_[d];
+        index[d] = 0;
+      }
+      if (d == rank_) return;
+    }
+  }
+
+ private:
+  // Dimension d folds into the run inside it when, in every operand, one
+  // step along d lands exactly where the inner run would continue.
+  bool Mergeable(int d, const int64_t* const (&strides)[N]) const {
+    const int inner = rank_ - 1;
+    for (int k = 0; k < N; ++k) {
+      if (strides[k][d] != strides_[inner][k] * sizes_[inner]) return false;
+    }
+    return true;
+  }
+
+  int rank_ = 0;
+  int64_t sizes_[kMaxRank] = {};
+  int64_t strides_[kMaxRank][N] = {};
+};
+
+}  // namespace torchferry::cpu
