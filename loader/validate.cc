@@ -99,10 +99,10 @@ class Validator {
     }
     if (p->struct_size < kPluginV1Size) {
       return Fail(
-          "tf_plugin.struct_size is {}, smaller than ABI 1.0's {}; "
-          "expected at least {}; set struct_size = sizeof(tf_plugin) "
-          "and rebuild against abi/torchferry.h",
-          p->struct_size, kPluginV1Size, kPluginV1Size);
+          "tf_plugin.struct_size is {}; expected at least {}, the ABI 1.0 "
+          "size; set struct_size = sizeof(tf_plugin) and rebuild against "
+          "abi/torchferry.h",
+          p->struct_size, kPluginV1Size);
     }
     return true;
   }

@@ -127,10 +127,18 @@ static tf_status example_add(const tf_call* call) {
 /* The descriptor and its kernel table are static: they must stay valid for as
    long as the library is loaded, which is until the process exits. */
 static const tf_kernel example_kernels[] = {
-    {sizeof(tf_kernel), "abs", TF_DEVICE_CPU, {TF_DTYPE_FLOAT, 32, 1},
-     example_abs, NULL},
-    {sizeof(tf_kernel), "add", TF_DEVICE_CPU, {TF_DTYPE_FLOAT, 32, 1},
-     example_add, NULL},
+    {sizeof(tf_kernel),
+     "abs",
+     TF_DEVICE_CPU,
+     {TF_DTYPE_FLOAT, 32, 1},
+     example_abs,
+     NULL},
+    {sizeof(tf_kernel),
+     "add",
+     TF_DEVICE_CPU,
+     {TF_DTYPE_FLOAT, 32, 1},
+     example_add,
+     NULL},
 };
 
 static const tf_plugin example_plugin = {

@@ -2,7 +2,11 @@
 #include "synthetic.h"
 
 static const tf_kernel kernels[] = {
-    {sizeof(tf_kernel), "abs", TF_DEVICE_CPU, {3, 32, 1}, synthetic_ok_kernel,
+    {sizeof(tf_kernel),
+     "abs",
+     TF_DEVICE_CPU,
+     {3, 32, 1},
+     synthetic_ok_kernel,
      NULL},
 };
 static const tf_plugin plugin =

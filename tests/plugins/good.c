@@ -33,10 +33,17 @@ static const tf_kernel kernels[] = {
     SYNTHETIC_KERNEL("noop", TF_DEVICE_CPU, SYNTHETIC_F32, synthetic_ok_kernel),
 };
 
-static const tf_plugin plugin = {
-    sizeof(tf_plugin), TF_ABI_VERSION_MAJOR, TF_ABI_VERSION_MINOR,
-    "good", "1.2.3", TF_PLUGIN_NATIVE, 0, NULL, good_set_option,
-    kernels, sizeof(kernels) / sizeof(kernels[0])};
+static const tf_plugin plugin = {sizeof(tf_plugin),
+                                 TF_ABI_VERSION_MAJOR,
+                                 TF_ABI_VERSION_MINOR,
+                                 "good",
+                                 "1.2.3",
+                                 TF_PLUGIN_NATIVE,
+                                 0,
+                                 NULL,
+                                 good_set_option,
+                                 kernels,
+                                 sizeof(kernels) / sizeof(kernels[0])};
 
 static const tf_host_api* the_host;
 
@@ -46,25 +53,22 @@ static tf_status good_set_option(const char* key, const char* value,
   double parsed;
   char message[160];
   if (strcmp(key, "scale") != 0) {
-    snprintf(message, sizeof message,
-             "unknown option '%s'; expected 'scale'", key);
-    return the_host->set_error(error_sink, TF_ERROR_INVALID_ARGUMENT,
-                               message);
+    snprintf(message, sizeof message, "unknown option '%s'; expected 'scale'",
+             key);
+    return the_host->set_error(error_sink, TF_ERROR_INVALID_ARGUMENT, message);
   }
   parsed = strtod(value, &end);
   if (end == value || *end != '\0') {
     snprintf(message, sizeof message,
              "option 'scale' expects a number, got '%s'", value);
-    return the_host->set_error(error_sink, TF_ERROR_INVALID_ARGUMENT,
-                               message);
+    return the_host->set_error(error_sink, TF_ERROR_INVALID_ARGUMENT, message);
   }
   scale = (float)parsed;
   return TF_OK;
 }
 
 TF_PLUGIN_EXPORT const tf_plugin* torchferry_plugin_entry(
-    uint32_t host_abi_major, uint32_t host_abi_minor,
-    const tf_host_api* host) {
+    uint32_t host_abi_major, uint32_t host_abi_minor, const tf_host_api* host) {
   char line[128];
   const char* version = host->query("host.version");
   (void)host_abi_major;

@@ -3,8 +3,8 @@
    intact. */
 #include "synthetic.h"
 
-#define KERNELERROR_MESSAGE                                                  \
-  "simulated failure: x has a NaN at index 3 \xc3\xa9\xe2\x9c\x93 | "         \
+#define KERNELERROR_MESSAGE                                                \
+  "simulated failure: x has a NaN at index 3 \xc3\xa9\xe2\x9c\x93 | "      \
   "0123456789012345678901234567890123456789012345678901234567890123456789" \
   "0123456789012345678901234567890123456789012345678901234567890123456789" \
   "0123456789012345678901234567890123456789012345678901234567890123456789" \

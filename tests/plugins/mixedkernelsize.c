@@ -14,8 +14,15 @@ static const kernel_v1_next kernels[] = {
       synthetic_ok_kernel, NULL},
      0},
 };
-static const tf_plugin plugin = {
-    sizeof(tf_plugin), TF_ABI_VERSION_MAJOR, TF_ABI_VERSION_MINOR,
-    "mixedkernelsize", "0.0.1", TF_PLUGIN_NATIVE, 0, NULL, NULL,
-    &kernels[0].v1, 2};
+static const tf_plugin plugin = {sizeof(tf_plugin),
+                                 TF_ABI_VERSION_MAJOR,
+                                 TF_ABI_VERSION_MINOR,
+                                 "mixedkernelsize",
+                                 "0.0.1",
+                                 TF_PLUGIN_NATIVE,
+                                 0,
+                                 NULL,
+                                 NULL,
+                                 &kernels[0].v1,
+                                 2};
 SYNTHETIC_ENTRY(plugin)

@@ -28,14 +28,12 @@ static const kernel_v1_next kernels[] = {
 
 static const plugin_v1_next plugin = {
     {sizeof(plugin_v1_next), TF_ABI_VERSION_MAJOR, TF_ABI_VERSION_MINOR + 1,
-     "newerminor", "0.0.1", TF_PLUGIN_NATIVE, 0, NULL, NULL, &kernels[0].v1,
-     3},
+     "newerminor", "0.0.1", TF_PLUGIN_NATIVE, 0, NULL, NULL, &kernels[0].v1, 3},
     NULL,
     42};
 
 TF_PLUGIN_EXPORT const tf_plugin* torchferry_plugin_entry(
-    uint32_t host_abi_major, uint32_t host_abi_minor,
-    const tf_host_api* host) {
+    uint32_t host_abi_major, uint32_t host_abi_minor, const tf_host_api* host) {
   (void)host_abi_major;
   (void)host_abi_minor;
   (void)host;

@@ -1,0 +1,189 @@
+// Where plugins are looked for, in which order, and which the user selected.
+#include "loader/discovery.h"
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "loader/loader.h"
+#include "test_support.h"
+
+using namespace torchferry;
+using namespace torchferry::testing;
+
+namespace {
+
+std::vector<std::string> LoadedNames(const Registry& registry) {
+  std::vector<std::string> names;
+  for (const auto& plugin : registry.plugins()) names.push_back(plugin->name);
+  return names;
+}
+
+void Touch(const std::filesystem::path& path) { std::ofstream(path) << "x"; }
+
+}  // namespace
+
+TEST_CASE("PluginStem drops the folder, the prefix and .so", "[discovery]") {
+  CHECK(PluginStem("/a/b/torchferry_cpu.so") == "cpu");
+  CHECK(PluginStem("torchferry_example_c.so") == "example_c");
+  CHECK(PluginStem("/x/libother.so") == "libother");
+  CHECK(PluginStem("/x/torchferry_.so") == "");
+}
+
+TEST_CASE("selection globs", "[discovery]") {
+  CHECK(IsSelected("", "cpu"));
+  CHECK(IsSelected("cpu,aten", "cpu"));
+  CHECK(IsSelected("cpu,aten", "aten"));
+  CHECK_FALSE(IsSelected("cpu,aten", "cuda"));
+  CHECK_FALSE(IsSelected("-cpu", "cpu"));
+  CHECK(IsSelected("-cpu", "cuda"));
+  CHECK(IsSelected("*,-example_c", "cpu"));
+  CHECK_FALSE(IsSelected("*,-example_c", "example_c"));
+  CHECK_FALSE(IsSelected("-example_c,*", "example_c"));  // exclusion wins
+  CHECK(IsSelected("c*", "cuda"));
+  CHECK_FALSE(IsSelected("c*", "aten"));
+  CHECK(IsSelected(" cpu , aten ", "aten"));  // spaces around globs
+  CHECK(IsSelected("fallback?", "fallback2"));
+  CHECK_FALSE(IsSelected("fallback?", "fallback"));
+  CHECK_FALSE(IsSelected("-*", "cpu"));
+  CHECK(IsSelected(",,", "cpu"));  // no glob at all: everything
+}
+
+TEST_CASE("search path lists split on colons", "[discovery]") {
+  CHECK(SplitSearchPath("") == std::vector<std::string>{});
+  CHECK(SplitSearchPath("/a") == std::vector<std::string>{"/a"});
+  CHECK(SplitSearchPath("/a::/b:") == std::vector<std::string>{"/a", "/b"});
+}
+
+TEST_CASE("a folder contributes its torchferry_*.so files, sorted",
+          "[discovery]") {
+  TempDir dir;
+  for (const char* name :
+       {"torchferry_b.so", "torchferry_a.so", "torchferry_c.so.txt", "other.so",
+        "torchferry_.so", "xtorchferry_d.so"}) {
+    Touch(dir.path() / name);
+  }
+  std::filesystem::create_directory(dir.path() / "torchferry_dir.so");
+  const std::string d = dir.str();
+  CHECK(
+      ListPluginFiles({d}) ==
+      std::vector<std::string>{d + "/torchferry_a.so", d + "/torchferry_b.so"});
+  // A file entry is taken as is, in its place in the order; a missing entry
+  // is left out.
+  const std::string other = d + "/other.so";
+  CHECK(ListPluginFiles({other, d + "/missing", d}) ==
+        std::vector<std::string>{other, d + "/torchferry_a.so",
+                                 d + "/torchferry_b.so"});
+}
+
+TEST_CASE("search order decides between plugins of one kind", "[discovery]") {
+  SECTION("sorted by name within a folder") {
+    TempDir dir;
+    dir.Link("torchferry_b.so", Synthetic("good"));
+    dir.Link("torchferry_a.so", Synthetic("native2"));
+    Registry registry;
+    registry.Load({{dir.str()}, "", LogLevel::kWarn});
+    CHECK(LoadedNames(registry) == std::vector<std::string>{"native2", "good"});
+    CHECK(registry.Find("abs", TF_DEVICE_CPU, kF32)->plugin->name == "native2");
+  }
+  SECTION("path entries in order: a file, then a folder") {
+    TempDir dir;
+    dir.Link("torchferry_a.so", Synthetic("native2"));
+    Registry registry;
+    registry.Load({{Synthetic("good"), dir.str()}, "", LogLevel::kWarn});
+    CHECK(LoadedNames(registry) == std::vector<std::string>{"good", "native2"});
+    CHECK(registry.Find("abs", TF_DEVICE_CPU, kF32)->plugin->name == "good");
+  }
+  SECTION("path entries in order: a folder, then a file") {
+    TempDir dir;
+    dir.Link("torchferry_z.so", Synthetic("native2"));
+    Registry registry;
+    registry.Load({{dir.str(), Synthetic("good")}, "", LogLevel::kWarn});
+    CHECK(LoadedNames(registry) == std::vector<std::string>{"native2", "good"});
+    CHECK(registry.Find("abs", TF_DEVICE_CPU, kF32)->plugin->name == "native2");
+  }
+}
+
+TEST_CASE("a plugin name loaded twice is skipped the second time",
+          "[discovery]") {
+  TempDir dir;
+  // A real copy, so the second file is a second library with the same name.
+  const std::filesystem::path copy = dir.path() / "torchferry_good_copy.so";
+  std::filesystem::copy_file(Synthetic("good"), copy);
+  Registry registry;
+  registry.Load({{Synthetic("good"), dir.str()}, "", LogLevel::kWarn});
+  CHECK(LoadedNames(registry) == std::vector<std::string>{"good"});
+  REQUIRE(registry.skipped().size() == 1);
+  CHECK(registry.skipped()[0].path == copy.string());
+  CHECK(registry.skipped()[0].name == "good");
+  CHECK_THAT(registry.skipped()[0].reason,
+             Catch::Contains("plugin 'good' is already loaded from " +
+                             Synthetic("good")));
+}
+
+TEST_CASE("TORCHFERRY_PLUGINS selects before opening", "[discovery]") {
+  const std::string dir = SyntheticDir();
+  SECTION("an include list") {
+    Registry registry;
+    registry.Load({{dir}, "good,native2", LogLevel::kWarn});
+    CHECK(LoadedNames(registry) == std::vector<std::string>{"good", "native2"});
+    // The others are reported as not selected, and were never opened: no
+    // flaw of theirs shows up.
+    for (const Skipped& s : registry.skipped()) {
+      CHECK_THAT(s.reason, Catch::Contains("is not selected by "
+                                           "TORCHFERRY_PLUGINS='good,"
+                                           "native2'"));
+    }
+  }
+  SECTION("a glob") {
+    Registry registry;
+    registry.Load({{dir}, "fallback*", LogLevel::kWarn});
+    CHECK(LoadedNames(registry) ==
+          std::vector<std::string>{"fallback", "fallback2"});
+  }
+  SECTION("everything but some") {
+    Registry registry;
+    registry.Load({{dir}, "*,-good,-native2,-fallback*", LogLevel::kError});
+    CHECK(LoadedNames(registry) ==
+          std::vector<std::string>{"kernelerror", "newerminor"});
+    CHECK(registry.FindPlugin("good") == nullptr);
+  }
+  SECTION("exclusions alone") {
+    Registry registry;
+    registry.Load({{dir}, "-kernelerror,-newerminor", LogLevel::kError});
+    CHECK(LoadedNames(registry) ==
+          std::vector<std::string>{"fallback", "fallback2", "good", "native2"});
+  }
+  SECTION("the whole folder, flaws and all") {
+    Registry registry;
+    registry.Load({{dir}, "", LogLevel::kError});
+    CHECK(LoadedNames(registry) ==
+          std::vector<std::string>{"fallback", "fallback2", "good",
+                                   "kernelerror", "native2", "newerminor"});
+    CHECK(registry.skipped().size() == 19);
+    CHECK(registry.Find("abs", TF_DEVICE_CPU, kF32)->plugin->name == "good");
+  }
+}
+
+TEST_CASE("options from the environment", "[discovery]") {
+  ::setenv("TORCHFERRY_PLUGIN_PATH", "/first::/second", 1);
+  ::setenv("TORCHFERRY_PLUGINS", "cpu,-aten", 1);
+  ::setenv("TORCHFERRY_LOG", "error", 1);
+  LoaderOptions options = LoaderOptions::FromEnvironment("/package/plugins");
+  CHECK(options.search_path ==
+        std::vector<std::string>{"/first", "/second", "/package/plugins"});
+  CHECK(options.selection == "cpu,-aten");
+  CHECK(options.log_level == LogLevel::kError);
+
+  ::setenv("TORCHFERRY_LOG", "loud", 1);
+  CHECK(LoaderOptions::FromEnvironment("").log_level == LogLevel::kWarn);
+  ::unsetenv("TORCHFERRY_PLUGIN_PATH");
+  ::unsetenv("TORCHFERRY_PLUGINS");
+  ::unsetenv("TORCHFERRY_LOG");
+  options = LoaderOptions::FromEnvironment("/package/plugins");
+  CHECK(options.search_path == std::vector<std::string>{"/package/plugins"});
+  CHECK(options.selection.empty());
+}

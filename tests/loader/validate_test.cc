@@ -1,0 +1,170 @@
+// Descriptor validation on descriptors built in memory, without dlopen.
+#include "loader/validate.h"
+
+#include <catch2/catch.hpp>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+using namespace torchferry;
+
+namespace {
+
+tf_status Noop(const tf_call*) { return TF_OK; }
+
+tf_kernel Kernel(const char* op) {
+  return {sizeof(tf_kernel),       op,    TF_DEVICE_CPU,
+          {TF_DTYPE_FLOAT, 32, 1}, &Noop, nullptr};
+}
+
+tf_plugin Descriptor(const char* name, const tf_kernel* kernels, size_t n) {
+  tf_plugin p{};
+  p.struct_size = sizeof(tf_plugin);
+  p.abi_version_major = TF_ABI_VERSION_MAJOR;
+  p.abi_version_minor = TF_ABI_VERSION_MINOR;
+  p.name = name;
+  p.version = "1";
+  p.kind = TF_PLUGIN_NATIVE;
+  p.kernels = kernels;
+  p.num_kernels = n;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("the ABI 1.0 sizes the validator holds plugins to", "[validate]") {
+  // ABI 1.0 is the current version, so its sizes are today's sizeof; when a
+  // minor appends fields these stay and sizeof grows.
+  CHECK(kPluginV1Size == sizeof(tf_plugin));
+  CHECK(kKernelV1Size == sizeof(tf_kernel));
+  CHECK(kHostApiV1Size == sizeof(tf_host_api));
+  CHECK(kCallV1Size == sizeof(tf_call));
+}
+
+TEST_CASE("a correct descriptor validates", "[validate]") {
+  const tf_kernel kernels[] = {Kernel("abs"), Kernel("silu_and_mul")};
+  const tf_plugin p = Descriptor("mem_ok", kernels, 2);
+  ValidationResult r = ValidateDescriptor(&p, "mem");
+  REQUIRE(r.ok);
+  CHECK(r.error.empty());
+  CHECK(r.name == "mem_ok");
+  CHECK(r.version == "1");
+  REQUIRE(r.kernels.size() == 2);
+  CHECK(r.kernels[0].kernel == &kernels[0]);
+  CHECK(r.kernels[1].op_index == 9);  // silu_and_mul in ABI.md's table
+  const tf_plugin empty = Descriptor("no_kernels", nullptr, 0);
+  CHECK(ValidateDescriptor(&empty, "mem").ok);
+}
+
+TEST_CASE("NULL and wrong majors", "[validate]") {
+  CHECK_THAT(ValidateDescriptor(nullptr, "mem").error,
+             Catch::StartsWith("mem: the entry function returned NULL"));
+  const tf_plugin p = Descriptor("x", nullptr, 0);
+  CHECK_THAT(ValidateDescriptor(&p, "mem", 2, 0).error,
+             Catch::Contains("host speaks 2.x, plugin was built for 1.0"));
+  tf_plugin tiny = p;
+  tiny.struct_size = 4;
+  CHECK_THAT(ValidateDescriptor(&tiny, "mem").error,
+             Catch::Contains("too small to hold even the ABI version"));
+}
+
+TEST_CASE("names are [a-z0-9_]{1,63} and read within bounds", "[validate]") {
+  std::string max(63, 'a');
+  std::string over(200, 'b');  // terminated far past the bound
+  for (auto [name, ok] :
+       std::vector<std::pair<const char*, bool>>{{"a", true},
+                                                 {"cpu_2", true},
+                                                 {max.c_str(), true},
+                                                 {"", false},
+                                                 {"Cpu", false},
+                                                 {"a-b", false},
+                                                 {"caf\xc3\xa9", false},
+                                                 {over.c_str(), false}}) {
+    const tf_plugin p = Descriptor(name, nullptr, 0);
+    ValidationResult r = ValidateDescriptor(&p, "mem");
+    INFO(name);
+    CHECK(r.ok == ok);
+    if (!ok) CHECK_THAT(r.error, Catch::Contains("invalid plugin name"));
+  }
+  const tf_plugin p = Descriptor(over.c_str(), nullptr, 0);
+  CHECK_THAT(ValidateDescriptor(&p, "mem").error,
+             Catch::Contains("(longer than 63 characters)"));
+  const tf_plugin null_name = Descriptor(nullptr, nullptr, 0);
+  CHECK_THAT(ValidateDescriptor(&null_name, "mem").error,
+             Catch::Contains("the plugin name is NULL"));
+}
+
+TEST_CASE("an unknown op rejects the plugin unless it is from a newer minor",
+          "[validate]") {
+  const tf_kernel kernels[] = {Kernel("abs"), Kernel("gelu"), Kernel("exp")};
+  tf_plugin p = Descriptor("ops", kernels, 3);
+  ValidationResult same = ValidateDescriptor(&p, "mem");
+  CHECK_FALSE(same.ok);
+  CHECK_THAT(same.error, Catch::Contains("unknown op 'gelu'"));
+  CHECK(same.kernels.empty());
+
+  p.abi_version_minor = TF_ABI_VERSION_MINOR + 1;
+  ValidationResult newer = ValidateDescriptor(&p, "mem");
+  REQUIRE(newer.ok);
+  REQUIRE(newer.kernels.size() == 2);
+  CHECK(newer.kernels[1].kernel == &kernels[2]);
+  REQUIRE(newer.notes.size() == 1);
+  CHECK_THAT(newer.notes[0], Catch::Contains("op 'gelu' is unknown"));
+
+  // A host of a newer minor still rejects an unknown op from an older plugin.
+  p.abi_version_minor = 0;
+  CHECK_FALSE(ValidateDescriptor(&p, "mem", 1, 3).ok);
+}
+
+TEST_CASE("every known dtype and device is accepted", "[validate]") {
+  const std::vector<tf_dtype> dtypes = {
+      {TF_DTYPE_FLOAT, 16, 1}, {TF_DTYPE_FLOAT, 32, 1},
+      {TF_DTYPE_FLOAT, 64, 1}, {TF_DTYPE_BFLOAT, 16, 1},
+      {TF_DTYPE_INT, 8, 1},    {TF_DTYPE_INT, 16, 1},
+      {TF_DTYPE_INT, 32, 1},   {TF_DTYPE_INT, 64, 1},
+      {TF_DTYPE_UINT, 8, 1},   {TF_DTYPE_BOOL, 8, 1}};
+  const std::vector<int32_t> devices = {TF_DEVICE_CPU, TF_DEVICE_CUDA,
+                                        TF_DEVICE_CUDA_HOST, TF_DEVICE_ROCM};
+  std::vector<tf_kernel> kernels;
+  for (tf_dtype dtype : dtypes) {
+    for (int32_t device : devices) {
+      tf_kernel k = Kernel("cast");
+      k.dtype = dtype;
+      k.device_type = device;
+      kernels.push_back(k);
+    }
+  }
+  const tf_plugin p = Descriptor("all", kernels.data(), kernels.size());
+  ValidationResult r = ValidateDescriptor(&p, "mem");
+  CHECK(r.error.empty());
+  CHECK(r.kernels.size() == dtypes.size() * devices.size());
+
+  for (tf_dtype bad : std::vector<tf_dtype>{{TF_DTYPE_FLOAT, 8, 1},
+                                            {TF_DTYPE_BFLOAT, 32, 1},
+                                            {TF_DTYPE_UINT, 16, 1},
+                                            {TF_DTYPE_BOOL, 1, 1},
+                                            {5, 64, 1}}) {
+    tf_kernel k = Kernel("abs");
+    k.dtype = bad;
+    const tf_plugin one = Descriptor("bad", &k, 1);
+    CHECK_THAT(ValidateDescriptor(&one, "mem").error,
+               Catch::Contains("unknown dtype"));
+  }
+}
+
+TEST_CASE("absurd counts and strides are refused before reading",
+          "[validate]") {
+  const tf_kernel k = Kernel("abs");
+  tf_plugin p = Descriptor("huge", &k, kMaxKernels + 1);
+  CHECK_THAT(ValidateDescriptor(&p, "mem").error,
+             Catch::Contains("expected at most 65536"));
+  tf_kernel wide = Kernel("abs");
+  wide.struct_size = kMaxKernelStructSize + 1;
+  p = Descriptor("wide", &wide, 2);
+  CHECK_THAT(ValidateDescriptor(&p, "mem").error,
+             Catch::Contains("kernels[0].struct_size is 4097"));
+  tf_kernel null_op = Kernel(nullptr);
+  p = Descriptor("nullop", &null_op, 1);
+  CHECK_THAT(ValidateDescriptor(&p, "mem").error,
+             Catch::Contains("kernels[0].op is NULL"));
+}
