@@ -1,0 +1,45 @@
+// The slice of torch's AOTI C shim that the bridge uses, declared here rather
+// than taken from a torch wheel's headers: the core is built once and resolves
+// these at run time (dlsym on the libtorch that `import torch` loaded), so one
+// binary serves every supported torch. Signatures follow
+// torch/csrc/inductor/aoti_torch/c/shim.h and torch/csrc/stable/c/shim.h,
+// which have kept them stable since torch 2.3.
+#pragma once
+
+#include <cstdint>
+
+namespace torchferry {
+
+struct AtenTensorOpaque;
+using AtenTensorHandle = AtenTensorOpaque*;  // an at::Tensor* underneath
+using AOTITorchError = int32_t;              // 0 success, 1 failure
+
+struct AotiApi {
+  // Present in every torch >= 2.3: the bridge refuses to start without them.
+  AOTITorchError (*get_data_ptr)(AtenTensorHandle, void**);
+  AOTITorchError (*get_dim)(AtenTensorHandle, int64_t*);
+  AOTITorchError (*get_sizes)(AtenTensorHandle, int64_t**);
+  AOTITorchError (*get_strides)(AtenTensorHandle, int64_t**);
+  AOTITorchError (*get_dtype)(AtenTensorHandle, int32_t*);
+  AOTITorchError (*get_device_type)(AtenTensorHandle, int32_t*);
+  AOTITorchError (*get_device_index)(AtenTensorHandle, int32_t*);
+  AOTITorchError (*get_layout)(AtenTensorHandle, int32_t*);
+  AOTITorchError (*delete_tensor_object)(AtenTensorHandle);
+  bool (*grad_mode_is_enabled)();
+  // Constants are functions in the shim; read once at start-up.
+  int32_t (*device_type_cpu)();
+  int32_t (*device_type_cuda)();
+  int32_t (*device_type_meta)();
+  int32_t (*layout_strided)();
+
+  // Optional: NULL where this torch lacks them.
+  // torch >= 2.14: the stable PyObject -> at::Tensor conversion (new ref).
+  AOTITorchError (*tensor_from_pyobject)(void* py_obj, AtenTensorHandle* out);
+  // torch >= 2.13: the message of the last failure on this thread.
+  const char* (*exception_get_what)();
+  // In libtorch_cuda.so, present only in CUDA builds.
+  AOTITorchError (*get_current_cuda_stream)(int32_t device_index,
+                                            void** stream);
+};
+
+}  // namespace torchferry

@@ -1,0 +1,511 @@
+#include "core/bridge.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/dlpack_abi.h"
+#include "core/py_errors.h"
+
+namespace torchferry {
+namespace {
+
+constexpr const char* kPathNames[kNumBridgePaths] = {"shim", "offset",
+                                                     "dlpack"};
+
+uint32_t ContiguityFlag(int64_t ndim, const int64_t* shape,
+                        const int64_t* strides) {
+  int64_t expected = 1;
+  for (int64_t d = ndim - 1; d >= 0; --d) {
+    if (shape[d] == 1) continue;  // any stride is fine on a size-1 dim
+    if (shape[d] == 0) return TF_TENSOR_CONTIGUOUS;
+    if (strides[d] != expected) return 0;
+    expected *= shape[d];
+  }
+  return TF_TENSOR_CONTIGUOUS;
+}
+
+int64_t Numel(int64_t ndim, const int64_t* shape) {
+  int64_t n = 1;
+  for (int64_t d = 0; d < ndim; ++d) n *= shape[d];
+  return n;
+}
+
+}  // namespace
+
+const char* BridgePathName(BridgePath path) {
+  return kPathNames[static_cast<int>(path)];
+}
+
+Bridge& Bridge::Get() {
+  static Bridge* bridge = new Bridge();  // never destroyed: used until exit
+  return *bridge;
+}
+
+void Bridge::ResetCounts() {
+  for (auto& c : counts_) c.store(0);
+  shim_created_.store(0);
+  shim_deleted_.store(0);
+}
+
+bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
+  if (initialized_) return true;
+  torch_version_ = torch_version;
+  int major = 0, minor = 0;
+  if (std::sscanf(torch_version, "%d.%d", &major, &minor) != 2) {
+    return RaiseError(PyExc_ImportError,
+                      fmt::format("torchferry could not parse the torch "
+                                  "version '{}'; expected 'X.Y.Z'",
+                                  torch_version));
+  }
+  if (major < 2 || (major == 2 && minor < 3)) {
+    return RaiseError(
+        PyExc_ImportError,
+        fmt::format("torchferry needs torch >= 2.3, found torch {}; upgrade "
+                    "torch (pip install 'torch>=2.3')",
+                    torch_version));
+  }
+  std::string error;
+  if (!ResolveTorchLibrary(&lib_, &error) ||
+      !VerifyTorchDtypeCodes(lib_.cpu_handle, &error)) {
+    return RaiseError(PyExc_ImportError,
+                      fmt::format("torchferry cannot use torch {}: {}",
+                                  torch_version, error));
+  }
+  torch_cpu_ = lib_.api.device_type_cpu();
+  torch_cuda_ = lib_.api.device_type_cuda();
+  torch_meta_ = lib_.api.device_type_meta();
+  strided_ = lib_.api.layout_strided();
+
+  PyObject* tensor = PyObject_GetAttrString(torch_module, "Tensor");
+  PyObject* nn = tensor ? PyObject_GetAttrString(torch_module, "nn") : nullptr;
+  PyObject* parameter = nn ? PyObject_GetAttrString(nn, "Parameter") : nullptr;
+  Py_XDECREF(nn);
+  if (parameter == nullptr || !PyType_Check(tensor) ||
+      !PyType_Check(parameter)) {
+    Py_XDECREF(tensor);
+    Py_XDECREF(parameter);
+    return RaiseError(PyExc_ImportError,
+                      "torch.Tensor or torch.nn.Parameter is missing or not "
+                      "a type; is this a real torch?");
+  }
+  tensor_type_ = reinterpret_cast<PyTypeObject*>(tensor);  // kept for life
+  parameter_type_ = reinterpret_cast<PyTypeObject*>(parameter);
+  plain_torch_dispatch_ = PyObject_GetAttrString(tensor, "__torch_dispatch__");
+  if (plain_torch_dispatch_ == nullptr) return false;
+
+  Calibrate(torch_module, major, minor);
+
+  const char* forced = std::getenv("TORCHFERRY_BRIDGE");
+  if (forced != nullptr && forced[0] != '\0' &&
+      std::strcmp(forced, "auto") != 0) {
+    if (!SetPath(forced)) return false;
+    path_reason_ = fmt::format("forced by TORCHFERRY_BRIDGE={}", forced);
+  } else if (shim_available() && lib_.api.delete_tensor_object != nullptr) {
+    path_ = BridgePath::kShim;
+    path_reason_ =
+        "torch_tensor_from_pyobject and aoti_torch_delete_tensor_object "
+        "resolve in libtorch";
+  } else if (calibration_.ok) {
+    path_ = BridgePath::kOffset;
+    path_reason_ = fmt::format(
+        "torch_tensor_from_pyobject is absent from libtorch; the at::Tensor "
+        "offset was calibrated: {}",
+        calibration_.detail);
+  } else {
+    return RaiseError(
+        PyExc_ImportError,
+        fmt::format("torchferry has no bridge path under torch {}: "
+                    "torch_tensor_from_pyobject is absent (torch < 2.14) and "
+                    "offset calibration failed: {}",
+                    torch_version, calibration_.detail));
+  }
+  initialized_ = true;
+  return true;
+}
+
+bool Bridge::SetPath(const char* name) {
+  if (std::strcmp(name, "shim") == 0) {
+    if (!shim_available()) {
+      return RaiseError(
+          PyExc_RuntimeError,
+          fmt::format("bridge path 'shim' is unavailable under torch {}: "
+                      "libtorch does not export torch_tensor_from_pyobject "
+                      "(added in torch 2.14)",
+                      torch_version_));
+    }
+    path_ = BridgePath::kShim;
+    return true;
+  }
+  if (std::strcmp(name, "offset") == 0) {
+    if (!calibration_.ok) {
+      return RaiseError(
+          PyExc_RuntimeError,
+          fmt::format("bridge path 'offset' is unavailable under torch {}: "
+                      "calibration failed: {}",
+                      torch_version_, calibration_.detail));
+    }
+    path_ = BridgePath::kOffset;
+    return true;
+  }
+  if (std::strcmp(name, "auto") == 0) {
+    path_ = shim_available() ? BridgePath::kShim : BridgePath::kOffset;
+    return path_ == BridgePath::kShim || calibration_.ok ||
+           RaiseError(PyExc_RuntimeError, "no bridge path is available");
+  }
+  return RaiseError(PyExc_ValueError,
+                    fmt::format("unknown bridge path '{}'; expected 'auto', "
+                                "'shim' or 'offset'",
+                                name));
+}
+
+// The offset path must never read a guessed address: take a tensor whose
+// TensorImpl* we know (tensor._cdata), look for it at the offset this torch's
+// layout predicts, and confirm through the AOTI getters that the handle there
+// describes that tensor. Anything else refuses the path.
+void Bridge::Calibrate(PyObject* torch_module, int major, int minor) {
+  OffsetCalibration& c = calibration_;
+  const Py_ssize_t head = static_cast<Py_ssize_t>(sizeof(PyObject));
+  if (major > 2 || (major == 2 && minor >= 10)) {
+    c.tensor_offset = head;  // at::Tensor cdata right after PyObject_HEAD
+  } else {
+    c.borrowed_flag_offset = head;  // c10::MaybeOwned: bool, then the tensor
+    c.tensor_offset = head + static_cast<Py_ssize_t>(sizeof(void*));
+  }
+  PyObject* tensor =
+      PyObject_CallMethod(torch_module, "empty", "(iii)", 2, 3, 5);
+  PyObject* base =
+      tensor ? PyObject_CallMethod(torch_module, "arange", "(d)", 10.0)
+             : nullptr;
+  PyObject* three = PyLong_FromLong(3);
+  PyObject* slice = PySlice_New(three, nullptr, nullptr);
+  Py_XDECREF(three);
+  PyObject* view = base && slice ? PyObject_GetItem(base, slice) : nullptr;
+  Py_XDECREF(slice);
+  auto finish = [&](bool ok, std::string detail) {
+    c.ok = ok;
+    c.detail = std::move(detail);
+    Py_XDECREF(tensor);
+    Py_XDECREF(base);
+    Py_XDECREF(view);
+    PyErr_Clear();
+  };
+  if (view == nullptr) {
+    return finish(false, "could not create the calibration tensors");
+  }
+  auto cdata_of = [](PyObject* t) -> void* {
+    PyObject* cdata = PyObject_GetAttrString(t, "_cdata");
+    void* p = cdata ? PyLong_AsVoidPtr(cdata) : nullptr;
+    Py_XDECREF(cdata);
+    return p;
+  };
+  auto handle_at = [&](PyObject* t) -> AtenTensorHandle {
+    char* obj = reinterpret_cast<char*>(t);
+    if (c.borrowed_flag_offset >= 0 && *(obj + c.borrowed_flag_offset)) {
+      return *reinterpret_cast<AtenTensorHandle*>(obj + c.tensor_offset);
+    }
+    return reinterpret_cast<AtenTensorHandle>(obj + c.tensor_offset);
+  };
+  for (PyObject* t : {tensor, view}) {
+    void* impl = cdata_of(t);
+    void* word = *reinterpret_cast<void**>(handle_at(t));
+    if (impl == nullptr || word != impl) {
+      return finish(false,
+                    fmt::format("the TensorImpl* ({}) was not found at byte {} "
+                                "of the Python object (found {}); this torch's "
+                                "THPVariable layout is not the one expected "
+                                "for torch {}.{}",
+                                impl, c.tensor_offset, word, major, minor));
+    }
+  }
+  const AotiApi& a = lib_.api;
+  AtenTensorHandle h = handle_at(tensor);
+  int64_t dim = 0;
+  int64_t* sizes = nullptr;
+  int32_t dtype = -1;
+  if (a.get_dim(h, &dim) != 0 || dim != 3 || a.get_sizes(h, &sizes) != 0 ||
+      sizes[0] != 2 || sizes[1] != 3 || sizes[2] != 5 ||
+      a.get_dtype(h, &dtype) != 0 || dtype != Dtype(kFloat32).torch_code) {
+    return finish(false,
+                  "the handle at the calibrated offset does not describe the "
+                  "calibration tensor (expected float32 [2, 3, 5])");
+  }
+  void* data = nullptr;
+  PyObject* expected = PyObject_CallMethod(view, "data_ptr", nullptr);
+  void* expected_ptr = expected ? PyLong_AsVoidPtr(expected) : nullptr;
+  Py_XDECREF(expected);
+  if (a.get_data_ptr(handle_at(view), &data) != 0 || data != expected_ptr) {
+    return finish(
+        false,
+        "the data pointer read through the calibrated offset does "
+        "not match tensor.data_ptr() of a view with a storage offset");
+  }
+  finish(true, fmt::format("at::Tensor at byte {} of the Python object{}",
+                           c.tensor_offset,
+                           c.borrowed_flag_offset >= 0
+                               ? " (c10::MaybeOwned, owned/borrowed checked)"
+                               : ""));
+}
+
+bool Bridge::Read(PyObject* obj, const char* what, bool writable,
+                  TensorRef* ref) {
+  ref->object = obj;
+  ref->owned_handle = nullptr;
+  ref->dlpack_managed = nullptr;
+  PyTypeObject* type = Py_TYPE(obj);
+  if (type == tensor_type_ || type == parameter_type_) {
+    return ReadTorchTensor(obj, what, ref);
+  }
+  if (PyType_IsSubtype(type, tensor_type_)) {
+    return CheckSubclass(type, what) && ReadTorchTensor(obj, what, ref);
+  }
+  if (PyObject_HasAttrString(obj, "__dlpack__")) {
+    return ReadDlpack(obj, what, writable, ref);
+  }
+  return RaiseError(PyExc_TypeError,
+                    fmt::format("{}: expected a torch.Tensor (or an object "
+                                "with __dlpack__), got {}",
+                                what, Py_TYPE(obj)->tp_name));
+}
+
+// Wrapper subclasses (FakeTensor, DTensor, functional tensors) override
+// __torch_dispatch__ and may have no storage: reading their data pointer would
+// fail inside torch or, worse, hand out an unrelated buffer.
+bool Bridge::CheckSubclass(PyTypeObject* type, const char* what) {
+  PyObject* dispatch = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type),
+                                              "__torch_dispatch__");
+  bool plain = dispatch == plain_torch_dispatch_;
+  Py_XDECREF(dispatch);
+  PyErr_Clear();
+  if (plain) return true;
+  return RaiseError(
+      PyExc_TypeError,
+      fmt::format("{}: {} overrides __torch_dispatch__ (a wrapper subclass "
+                  "such as FakeTensor or DTensor) and has no storage "
+                  "torchferry can read; pass a plain torch.Tensor",
+                  what, type->tp_name));
+}
+
+bool Bridge::ReadTorchTensor(PyObject* obj, const char* what, TensorRef* ref) {
+  AtenTensorHandle handle;
+  if (path_ == BridgePath::kShim) {
+    if (lib_.api.tensor_from_pyobject(obj, &handle) != 0) {
+      return RaiseTorchFailure("torch_tensor_from_pyobject", obj, what);
+    }
+    ref->owned_handle = handle;
+    shim_created_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    char* base = reinterpret_cast<char*>(obj);
+    if (calibration_.borrowed_flag_offset >= 0 &&
+        *(base + calibration_.borrowed_flag_offset)) {
+      handle = *reinterpret_cast<AtenTensorHandle*>(base +
+                                                    calibration_.tensor_offset);
+    } else {
+      handle =
+          reinterpret_cast<AtenTensorHandle>(base + calibration_.tensor_offset);
+    }
+  }
+  counts_[static_cast<int>(path_)].fetch_add(1, std::memory_order_relaxed);
+  if (!FillFromHandle(handle, obj, what, ref)) {
+    Release(ref);
+    return false;
+  }
+  ref->view.source = handle;
+  ref->view.source_kind = TF_SOURCE_ATEN;
+  return true;
+}
+
+bool Bridge::FillFromHandle(AtenTensorHandle h, PyObject* obj, const char* what,
+                            TensorRef* ref) {
+  const AotiApi& a = lib_.api;
+  int32_t layout, device_type, code;
+  if (a.get_layout(h, &layout) != 0) {
+    return RaiseTorchFailure("layout", obj, what);
+  }
+  if (layout != strided_) {
+    return RaiseError(
+        PyExc_TypeError,
+        fmt::format("{}: expected a dense (torch.strided) tensor, got layout "
+                    "{}; call .to_dense() first",
+                    what, PyAttrText(obj, "layout")));
+  }
+  if (a.get_device_type(h, &device_type) != 0) {
+    return RaiseTorchFailure("device", obj, what);
+  }
+  tf_tensor& v = ref->view;
+  if (device_type == torch_cpu_) {
+    v.device = {TF_DEVICE_CPU, 0};
+  } else if (device_type == torch_cuda_) {
+    int32_t index = 0;
+    if (a.get_device_index(h, &index) != 0) {
+      return RaiseTorchFailure("device index", obj, what);
+    }
+    v.device = {TF_DEVICE_CUDA, index};
+  } else if (device_type == torch_meta_) {
+    return RaiseError(PyExc_ValueError,
+                      fmt::format("{}: meta tensors carry no data; expected a "
+                                  "tensor on cpu or cuda",
+                                  what));
+  } else {
+    return RaiseError(PyExc_NotImplementedError,
+                      fmt::format("{}: torchferry does not carry tensors on "
+                                  "device {}; expected cpu or cuda",
+                                  what, PyAttrText(obj, "device")));
+  }
+  if (a.get_dtype(h, &code) != 0) return RaiseTorchFailure("dtype", obj, what);
+  ref->dtype = DtypeFromTorchCode(code);
+  if (ref->dtype == kNoDtype) {
+    return RaiseError(PyExc_TypeError,
+                      fmt::format("{}: torchferry does not carry dtype {}; "
+                                  "expected a float, int, uint8 or bool dtype",
+                                  what, PyAttrText(obj, "dtype")));
+  }
+  v.dtype = Dtype(ref->dtype).dtype;
+  int64_t ndim;
+  void* data;
+  if (a.get_dim(h, &ndim) != 0 || a.get_sizes(h, &v.shape) != 0 ||
+      a.get_strides(h, &v.strides) != 0) {
+    return RaiseTorchFailure("sizes and strides", obj, what);
+  }
+  if (a.get_data_ptr(h, &data) != 0) {
+    return RaiseTorchFailure("data pointer", obj, what);
+  }
+  v.data = data;
+  v.ndim = static_cast<int32_t>(ndim);
+  v.byte_offset = 0;
+  v.flags = ContiguityFlag(ndim, v.shape, v.strides);
+  ref->numel = Numel(ndim, v.shape);
+  return true;
+}
+
+bool Bridge::RaiseTorchFailure(const char* getter, PyObject* obj,
+                               const char* what) {
+  const char* why = lib_.api.exception_get_what ? lib_.api.exception_get_what()
+                                                : "no message (torch < 2.13)";
+  return RaiseError(PyExc_TypeError,
+                    fmt::format("{}: torch could not read the {} of this {}: "
+                                "{}",
+                                what, getter, Py_TYPE(obj)->tp_name,
+                                why ? why : "no message"));
+}
+
+void Bridge::ReleaseShimHandle(TensorRef* ref) {
+  lib_.api.delete_tensor_object(ref->owned_handle);
+  ref->owned_handle = nullptr;
+  shim_deleted_.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool Bridge::ReadDlpack(PyObject* obj, const char* what, bool writable,
+                        TensorRef* ref) {
+  // Ask for a versioned capsule first: only DLPack >= 1.0 can say
+  // "read-only", which an output must not be.
+  PyObject* capsule = nullptr;
+  {
+    PyObject* method = PyObject_GetAttrString(obj, "__dlpack__");
+    PyObject* kwargs =
+        method ? Py_BuildValue("{s:(ii)}", "max_version", 1, 0) : nullptr;
+    PyObject* empty = kwargs ? PyTuple_New(0) : nullptr;
+    capsule = empty ? PyObject_Call(method, empty, kwargs) : nullptr;
+    if (capsule == nullptr && method != nullptr &&
+        PyErr_ExceptionMatches(PyExc_TypeError)) {
+      PyErr_Clear();  // a producer from before DLPack 1.0
+      capsule = PyObject_CallNoArgs(method);
+    }
+    Py_XDECREF(empty);
+    Py_XDECREF(kwargs);
+    Py_XDECREF(method);
+  }
+  if (capsule == nullptr) {
+    std::string why = FetchErrorText();
+    return RaiseError(PyExc_TypeError,
+                      fmt::format("{}: this {} could not be exported through "
+                                  "__dlpack__: {}",
+                                  what, Py_TYPE(obj)->tp_name, why));
+  }
+  const dlpack::Tensor* dl = nullptr;
+  if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
+    auto* managed = static_cast<dlpack::ManagedTensorVersioned*>(
+        PyCapsule_GetPointer(capsule, "dltensor_versioned"));
+    if (writable && (managed->flags & dlpack::kFlagReadOnly)) {
+      Py_DECREF(capsule);  // still unclaimed: the capsule frees it
+      return RaiseError(PyExc_ValueError,
+                        fmt::format("{}: this {} is read-only; expected a "
+                                    "writable array",
+                                    what, Py_TYPE(obj)->tp_name));
+    }
+    PyCapsule_SetName(capsule, "used_dltensor_versioned");
+    ref->dlpack_managed = managed;
+    ref->dlpack_versioned = true;
+    dl = &managed->dl_tensor;
+  } else if (PyCapsule_IsValid(capsule, "dltensor")) {
+    auto* managed = static_cast<dlpack::ManagedTensor*>(
+        PyCapsule_GetPointer(capsule, "dltensor"));
+    PyCapsule_SetName(capsule, "used_dltensor");
+    ref->dlpack_managed = managed;
+    ref->dlpack_versioned = false;
+    dl = &managed->dl_tensor;
+  }
+  Py_DECREF(capsule);
+  if (dl == nullptr) {
+    return RaiseError(PyExc_TypeError,
+                      fmt::format("{}: {}.__dlpack__() returned something "
+                                  "other than a DLPack capsule",
+                                  what, Py_TYPE(obj)->tp_name));
+  }
+  counts_[static_cast<int>(BridgePath::kDlpack)].fetch_add(
+      1, std::memory_order_relaxed);
+  tf_tensor& v = ref->view;
+  if (dl->device.device_type == TF_DEVICE_CPU ||
+      dl->device.device_type == TF_DEVICE_CUDA) {
+    v.device = {dl->device.device_type, dl->device.device_id};
+  } else {
+    Release(ref);
+    return RaiseError(PyExc_NotImplementedError,
+                      fmt::format("{}: DLPack device type {} is not carried; "
+                                  "expected cpu (1) or cuda (2)",
+                                  what, dl->device.device_type));
+  }
+  ref->dtype = DtypeFromDlpack(dl->dtype.code, dl->dtype.bits, dl->dtype.lanes);
+  if (ref->dtype == kNoDtype) {
+    Release(ref);
+    return RaiseError(
+        PyExc_TypeError,
+        fmt::format("{}: torchferry does not carry DLPack dtype (code {}, "
+                    "{} bits, {} lanes); expected a float, int, uint8 or "
+                    "bool dtype",
+                    what, dl->dtype.code, dl->dtype.bits, dl->dtype.lanes));
+  }
+  if (dl->strides == nullptr && dl->ndim > 1) {
+    Release(ref);
+    return RaiseError(PyExc_NotImplementedError,
+                      fmt::format("{}: this {} exports no strides (DLPack < "
+                                  "0.6 compact tensor); pass a torch tensor",
+                                  what, Py_TYPE(obj)->tp_name));
+  }
+  static int64_t kUnitStride = 1;
+  v.dtype = Dtype(ref->dtype).dtype;
+  v.data = static_cast<char*>(dl->data) + dl->byte_offset;
+  v.byte_offset = 0;
+  v.ndim = dl->ndim;
+  v.shape = dl->shape;
+  v.strides = dl->strides ? dl->strides : &kUnitStride;
+  v.flags = ContiguityFlag(v.ndim, v.shape, v.strides);
+  v.source = nullptr;
+  v.source_kind = TF_SOURCE_NONE;
+  ref->numel = Numel(v.ndim, v.shape);
+  return true;
+}
+
+void Bridge::ReleaseDlpack(TensorRef* ref) {
+  if (ref->dlpack_versioned) {
+    auto* m = static_cast<dlpack::ManagedTensorVersioned*>(ref->dlpack_managed);
+    if (m->deleter) m->deleter(m);
+  } else {
+    auto* m = static_cast<dlpack::ManagedTensor*>(ref->dlpack_managed);
+    if (m->deleter) m->deleter(m);
+  }
+  ref->dlpack_managed = nullptr;
+}
+
+}  // namespace torchferry

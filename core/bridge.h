@@ -1,0 +1,120 @@
+// The torch bridge: turns a Python object into a tf_tensor view.
+//
+// Paths, chosen once per process by what the running torch exports and then
+// fixed (unless forced for A/B runs with TORCHFERRY_BRIDGE or set_path):
+//   shim   - torch_tensor_from_pyobject (torch >= 2.14): a new at::Tensor
+//            handle per tensor, released when the call ends.
+//   offset - the at::Tensor inside the THPVariable, read at an offset that
+//            depends on the torch version and is confirmed by calibration
+//            against a known tensor at start-up. Borrowed: no allocation.
+//   dlpack - any non-torch object with __dlpack__ (numpy, ...): slower,
+//            counted on its own.
+// Metadata always goes through the AOTI getters, whichever path produced the
+// handle.
+#pragma once
+
+#include <Python.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "abi/torchferry.h"
+#include "core/aoti.h"
+#include "core/dtypes.h"
+#include "core/torch_library.h"
+
+namespace torchferry {
+
+enum class BridgePath : int { kShim = 0, kOffset = 1, kDlpack = 2 };
+constexpr int kNumBridgePaths = 3;
+const char* BridgePathName(BridgePath path);
+
+// One Python object bridged for the duration of a call. Holds what must be
+// released when the call ends: a shim handle or a DLPack managed tensor.
+struct TensorRef {
+  tf_tensor view;
+  DtypeIndex dtype;
+  int64_t numel;
+  PyObject* object;  // borrowed from the caller's arguments
+  AtenTensorHandle owned_handle = nullptr;  // shim path
+  void* dlpack_managed = nullptr;           // dlpack path
+  bool dlpack_versioned = false;
+};
+
+struct OffsetCalibration {
+  bool ok = false;
+  Py_ssize_t tensor_offset = 0;  // bytes from the PyObject to the at::Tensor
+  // torch 2.3 - 2.9 hold c10::MaybeOwned<at::Tensor>: a bool (borrowed?)
+  // before the tensor. -1 where the object holds the at::Tensor directly.
+  Py_ssize_t borrowed_flag_offset = -1;
+  std::string detail;  // what calibration found, for `info`
+};
+
+class Bridge {
+ public:
+  static Bridge& Get();
+
+  // Resolves libtorch, verifies dtype codes, calibrates the offset path and
+  // picks the path (env TORCHFERRY_BRIDGE=auto|shim|offset). Returns false
+  // with a Python exception set.
+  bool Init(PyObject* torch_module, const char* torch_version);
+  bool initialized() const { return initialized_; }
+
+  // Reads `obj` into `ref`. `what` names the argument in messages ("input",
+  // "out", ...); `writable` refuses read-only DLPack exports. Returns false
+  // with a Python exception set; `ref` then holds nothing to release.
+  bool Read(PyObject* obj, const char* what, bool writable, TensorRef* ref);
+  void Release(TensorRef* ref) {
+    if (ref->owned_handle != nullptr) ReleaseShimHandle(ref);
+    if (ref->dlpack_managed != nullptr) ReleaseDlpack(ref);
+  }
+
+  BridgePath path() const { return path_; }
+  bool shim_available() const {
+    return lib_.api.tensor_from_pyobject != nullptr;
+  }
+  const OffsetCalibration& offset_calibration() const { return calibration_; }
+  const std::string& path_reason() const { return path_reason_; }
+  const TorchLibrary& library() const { return lib_; }
+  const std::string& torch_version() const { return torch_version_; }
+  // Forces a path; false with a Python exception where it is unavailable.
+  bool SetPath(const char* name);
+
+  uint64_t count(BridgePath path) const {
+    return counts_[static_cast<int>(path)].load(std::memory_order_relaxed);
+  }
+  uint64_t shim_created() const { return shim_created_.load(); }
+  uint64_t shim_deleted() const { return shim_deleted_.load(); }
+  void ResetCounts();
+
+  int32_t torch_cpu_device() const { return torch_cpu_; }
+  int32_t torch_cuda_device() const { return torch_cuda_; }
+
+ private:
+  bool ReadTorchTensor(PyObject* obj, const char* what, TensorRef* ref);
+  bool ReadDlpack(PyObject* obj, const char* what, bool writable,
+                  TensorRef* ref);
+  bool FillFromHandle(AtenTensorHandle handle, PyObject* obj, const char* what,
+                      TensorRef* ref);
+  bool CheckSubclass(PyTypeObject* type, const char* what);
+  void ReleaseShimHandle(TensorRef* ref);
+  void ReleaseDlpack(TensorRef* ref);
+  void Calibrate(PyObject* torch_module, int major, int minor);
+  bool RaiseTorchFailure(const char* getter, PyObject* obj, const char* what);
+
+  bool initialized_ = false;
+  TorchLibrary lib_;
+  BridgePath path_ = BridgePath::kOffset;
+  std::string path_reason_;
+  std::string torch_version_;
+  OffsetCalibration calibration_;
+  PyTypeObject* tensor_type_ = nullptr;     // torch.Tensor
+  PyTypeObject* parameter_type_ = nullptr;  // torch.nn.Parameter
+  PyObject* plain_torch_dispatch_ = nullptr;
+  int32_t torch_cpu_ = 0, torch_cuda_ = 1, torch_meta_ = 9, strided_ = 0;
+  std::atomic<uint64_t> counts_[kNumBridgePaths] = {};
+  std::atomic<uint64_t> shim_created_{0}, shim_deleted_{0};
+};
+
+}  // namespace torchferry

@@ -1,0 +1,43 @@
+// The argument checks every backend relies on (abi/ABI.md, "Calls"), done
+// once here so that no kernel repeats them. Each returns false with a Python
+// exception whose message names the op and the argument, and says what was
+// expected and what was found.
+#pragma once
+
+#include <cstdint>
+
+#include "core/bridge.h"
+#include "core/call_frame.h"
+
+namespace torchferry {
+
+bool CheckSameDevice(const char* op, const char* what, const TensorRef& ref,
+                     const TensorRef& first);
+bool CheckSameDtype(const char* op, const char* what, const TensorRef& ref,
+                    const TensorRef& first);
+bool CheckFloat(const char* op, const TensorRef& ref);
+bool CheckShape(const char* op, const char* what, const TensorRef& ref,
+                int ndim, const int64_t* shape);
+// The output must not write one element twice (a stride of 0 on a dim of
+// size > 1, as after expand()).
+bool CheckWritable(const char* op, const TensorRef& out);
+// Outputs may alias an input exactly only where `exact_alias_ok`; any other
+// overlap of their memory is refused.
+bool CheckNoOverlap(const char* op, const char* what, const TensorRef& input,
+                    const TensorRef& out, bool exact_alias_ok);
+// torch's out= functions refuse inputs that require grad while grad mode is
+// on; so do we, rather than silently detaching.
+bool CheckNoGrad(const char* op, const TensorRef& ref);
+bool InitGradCheck(PyObject* torch_module);
+
+// torch's broadcasting: the shape of x op y, or false with a ValueError.
+bool BroadcastShapes(const char* op, const TensorRef& x, const TensorRef& y,
+                     int* ndim, int64_t* shape);
+// Rewrites `ref`'s view to `ndim`/`shape` with stride 0 on broadcast dims.
+// No-op when the view already has that shape.
+bool BroadcastTo(const char* op, CallFrame& frame, TensorRef* ref, int ndim,
+                 const int64_t* shape);
+
+std::string ShapeText(int ndim, const int64_t* shape);
+
+}  // namespace torchferry

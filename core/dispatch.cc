@@ -1,0 +1,151 @@
+#include "core/dispatch.h"
+
+#include <fmt/format.h>
+
+#include "core/checks.h"
+#include "core/py_errors.h"
+
+namespace torchferry {
+namespace {
+
+// Below this many elements a CPU kernel finishes in about the time it takes
+// to drop and retake the GIL, so it keeps it; above, other Python threads
+// run meanwhile. CUDA kernels only enqueue work and always keep it.
+constexpr int64_t kReleaseGilWork = 1 << 16;
+
+bool ResolveStream(const char* op, PyObject* stream, const tf_device& device,
+                   void** result) {
+  *result = nullptr;
+  const bool none = stream == nullptr || stream == Py_None;
+  if (device.device_type != TF_DEVICE_CUDA) {
+    if (none) return true;
+    return RaiseError(PyExc_ValueError,
+                      fmt::format("{}(): stream= applies to CUDA tensors "
+                                  "only; these tensors are on the cpu",
+                                  op));
+  }
+  if (none) {
+    const AotiApi& api = Bridge::Get().library().api;
+    if (api.get_current_cuda_stream == nullptr ||
+        api.get_current_cuda_stream(device.device_id, result) != 0) {
+      return RaiseError(PyExc_RuntimeError,
+                        fmt::format("{}(): could not read torch's current "
+                                    "CUDA stream for device {}",
+                                    op, device.device_id));
+    }
+    return true;
+  }
+  PyObject* handle = PyLong_Check(stream)
+                         ? (Py_INCREF(stream), stream)
+                         : PyObject_GetAttrString(stream, "cuda_stream");
+  if (handle == nullptr || !PyLong_Check(handle)) {
+    Py_XDECREF(handle);
+    PyErr_Clear();
+    return RaiseError(PyExc_TypeError,
+                      fmt::format("{}(): expected stream to be a "
+                                  "torch.cuda.Stream, an int handle or None, "
+                                  "got {}",
+                                  op, Py_TYPE(stream)->tp_name));
+  }
+  *result = PyLong_AsVoidPtr(handle);
+  Py_DECREF(handle);
+  return !PyErr_Occurred();
+}
+
+PyObject* ErrorTypeFor(tf_status status) {
+  switch (status) {
+    case TF_ERROR_INVALID_ARGUMENT:
+      return PyExc_ValueError;
+    case TF_ERROR_UNSUPPORTED:
+      return PyExc_NotImplementedError;
+    case TF_ERROR_OUT_OF_MEMORY:
+      return PyExc_MemoryError;
+    default:
+      return PyExc_RuntimeError;
+  }
+}
+
+}  // namespace
+
+Dispatcher& Dispatcher::Get() {
+  static Dispatcher* dispatcher = new Dispatcher();
+  return *dispatcher;
+}
+
+const KernelEntry* Dispatcher::Find(OpId op, const tf_device& device,
+                                    DtypeIndex dtype) {
+  const int device_slot = device.device_type == TF_DEVICE_CUDA ? 1 : 0;
+  Slot& slot = cache_[static_cast<int>(op)][device_slot][dtype];
+  if (!slot.resolved) {
+    // Filled under the GIL, which every op call holds while dispatching.
+    slot.entry = registry_ ? registry_->Find(Op(op).name, device.device_type,
+                                             Dtype(dtype).dtype)
+                           : nullptr;
+    slot.resolved = true;
+  }
+  return slot.entry;
+}
+
+PyObject* Dispatcher::Run(OpId op, CallFrame& f, PyObject* stream) {
+  const char* name = Op(op).name;
+  static const tf_device kCpu = {TF_DEVICE_CPU, 0};
+  const tf_device& device = f.dispatch_ref ? f.dispatch_ref->view.device : kCpu;
+  const DtypeIndex dtype = f.dispatch_ref ? f.dispatch_ref->dtype : kFloat32;
+  const KernelEntry* kernel = Find(op, device, dtype);
+  if (kernel == nullptr) {
+    RaiseError(
+        PyExc_NotImplementedError,
+        fmt::format("{}(): no loaded plugin has a kernel for {} on {}; "
+                    "`python -m torchferry info` lists the kernels "
+                    "and skipped plugins",
+                    name, Dtype(dtype).name,
+                    device.device_type == TF_DEVICE_CUDA ? "cuda" : "cpu"));
+    return nullptr;
+  }
+  if (f.out_ref != nullptr &&
+      Bridge::Get().library().api.grad_mode_is_enabled()) {
+    for (int i = 0; i < f.num_refs(); ++i) {
+      if (!CheckNoGrad(name, f.ref(i))) return nullptr;
+    }
+  }
+  void* cuda_stream;
+  if (!ResolveStream(name, stream, device, &cuda_stream)) return nullptr;
+
+  ErrorSink sink;
+  tf_call call;
+  call.struct_size = sizeof(tf_call);
+  call.inputs = f.inputs;
+  call.num_inputs = f.num_inputs;
+  call.num_attrs = f.num_attrs;
+  call.attrs = f.attrs;
+  call.outputs = &f.output;
+  call.num_outputs = f.num_outputs;
+  call.reserved = 0;
+  call.stream = cuda_stream;
+  call.kernel_data = kernel->kernel_data;
+  call.host = HostApi();
+  call.error_sink = &sink;
+
+  tf_status status;
+  if (device.device_type == TF_DEVICE_CPU && f.work >= kReleaseGilWork) {
+    Py_BEGIN_ALLOW_THREADS status = kernel->fn(&call);
+    Py_END_ALLOW_THREADS
+  } else {
+    status = kernel->fn(&call);
+  }
+  if (status != TF_OK) {
+    RaiseError(ErrorTypeFor(status),
+               fmt::format("{}: {}(): {}", kernel->plugin->name, name,
+                           sink.message.empty()
+                               ? fmt::format("kernel failed with status {} "
+                                             "and no message",
+                                             status)
+                               : sink.message));
+    return nullptr;
+  }
+  if (f.result == nullptr) Py_RETURN_NONE;
+  Py_INCREF(f.result);
+  return f.result;
+}
+
+}  // namespace torchferry

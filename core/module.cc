@@ -1,0 +1,406 @@
+// torchferry._C: the Python face of the core. Op functions are plain
+// vectorcall C functions (METH_FASTCALL | METH_KEYWORDS) so that a call costs
+// no tuple, dict or Python frame; everything else here is cold.
+#include <Python.h>
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "core/bridge.h"
+#include "core/checks.h"
+#include "core/dispatch.h"
+#include "core/ops.h"
+#include "core/out_alloc.h"
+#include "core/py_errors.h"
+#include "loader/loader.h"
+
+namespace torchferry {
+namespace {
+
+Registry* g_registry = nullptr;
+double g_load_seconds = 0;
+
+bool EnsureInitialized() {
+  if (Bridge::Get().initialized()) return true;
+  return RaiseError(PyExc_RuntimeError,
+                    "torchferry._C is not initialised; import torchferry "
+                    "(not torchferry._C) so that torch is found first");
+}
+
+// --- ops ---------------------------------------------------------------------
+
+template <OpId kOp>
+PyObject* OpEntry(PyObject*, PyObject* const* args, Py_ssize_t nargs,
+                  PyObject* kwnames) {
+  if (!EnsureInitialized()) return nullptr;
+  const OpSpec& spec = Op(kOp);
+  ParsedArgs parsed;
+  if (!ParseArgs(spec.signature, args, nargs, kwnames, &parsed)) {
+    return nullptr;
+  }
+  CallFrame frame(Bridge::Get(), spec.name);
+  if (!spec.prepare(parsed, frame)) return nullptr;
+  return Dispatcher::Get().Run(kOp, frame, parsed.stream);
+}
+
+PyObject* NoopEntry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (!EnsureInitialized()) return nullptr;
+  CallFrame frame(Bridge::Get(), "noop");
+  if (!PrepareNoop(args, nargs, frame)) return nullptr;
+  return Dispatcher::Get().Run(OpId::kNoop, frame, nullptr);
+}
+
+// --- start-up ----------------------------------------------------------------
+
+PyObject* Init(PyObject*, PyObject* args) {
+  PyObject* torch_module;
+  const char* torch_version;
+  const char* plugin_dir;
+  if (!PyArg_ParseTuple(args, "Oss", &torch_module, &torch_version,
+                        &plugin_dir)) {
+    return nullptr;
+  }
+  if (Bridge::Get().initialized()) Py_RETURN_NONE;
+  if (!Bridge::Get().Init(torch_module, torch_version) ||
+      !InitGradCheck(torch_module) || !InitOutAlloc(torch_module) ||
+      !InternSignatureNames()) {
+    return nullptr;
+  }
+  SetHostQuery("torch.version", torch_version);
+  auto start = std::chrono::steady_clock::now();
+  g_registry = new Registry();  // lives until exit, as do the plugins
+  g_registry->Load(LoaderOptions::FromEnvironment(plugin_dir));
+  g_load_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  Dispatcher::Get().Attach(g_registry);
+  Py_RETURN_NONE;
+}
+
+// --- bridge ------------------------------------------------------------------
+
+PyObject* BridgePathNow(PyObject*, PyObject*) {
+  if (!EnsureInitialized()) return nullptr;
+  return PyUnicode_FromString(BridgePathName(Bridge::Get().path()));
+}
+
+PyObject* SetBridgePath(PyObject*, PyObject* arg) {
+  if (!EnsureInitialized()) return nullptr;
+  const char* name = PyUnicode_AsUTF8(arg);
+  if (name == nullptr || !Bridge::Get().SetPath(name)) return nullptr;
+  Py_RETURN_NONE;
+}
+
+PyObject* BridgeCounts(PyObject*, PyObject*) {
+  Bridge& b = Bridge::Get();
+  return Py_BuildValue(
+      "{s:K,s:K,s:K,s:K,s:K}", "shim", b.count(BridgePath::kShim), "offset",
+      b.count(BridgePath::kOffset), "dlpack", b.count(BridgePath::kDlpack),
+      "shim_handles_created", b.shim_created(), "shim_handles_deleted",
+      b.shim_deleted());
+}
+
+PyObject* ResetBridgeCounts(PyObject*, PyObject*) {
+  Bridge::Get().ResetCounts();
+  Py_RETURN_NONE;
+}
+
+PyObject* ShimAvailable(PyObject*, PyObject*) {
+  if (!EnsureInitialized()) return nullptr;
+  return PyBool_FromLong(Bridge::Get().shim_available());
+}
+
+PyObject* BridgeInfo(PyObject*, PyObject*) {
+  if (!EnsureInitialized()) return nullptr;
+  Bridge& b = Bridge::Get();
+  const OffsetCalibration& c = b.offset_calibration();
+  return Py_BuildValue(
+      "{s:s,s:s,s:O,s:{s:O,s:n,s:n,s:s},s:s,s:s}", "path",
+      BridgePathName(b.path()), "reason", b.path_reason().c_str(),
+      "shim_available", b.shim_available() ? Py_True : Py_False,
+      "offset_calibration", "ok", c.ok ? Py_True : Py_False, "tensor_offset",
+      c.tensor_offset, "maybe_owned_flag_offset", c.borrowed_flag_offset,
+      "detail", c.detail.c_str(), "libtorch",
+      b.library().cpu_library_path.c_str(), "libtorch_cuda",
+      b.library().cuda_library_path.c_str());
+}
+
+PyObject* TupleOf(int n, const int64_t* values) {
+  PyObject* t = PyTuple_New(n);
+  for (int i = 0; t && i < n; ++i) {
+    PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(values[i]));
+  }
+  return t;
+}
+
+// Exactly what a plugin would receive for `obj`.
+PyObject* View(PyObject*, PyObject* obj) {
+  if (!EnsureInitialized()) return nullptr;
+  CallFrame frame(Bridge::Get(), nullptr);
+  TensorRef* ref = frame.Take(obj, "tensor", false);
+  if (ref == nullptr) return nullptr;
+  const tf_tensor& v = ref->view;
+  PyObject* shape = TupleOf(v.ndim, v.shape);
+  PyObject* strides = TupleOf(v.ndim, v.strides);
+  PyObject* result = Py_BuildValue(
+      "{s:K,s:(ii),s:i,s:{s:i,s:i,s:i},s:s,s:N,s:N,s:K,s:s,s:O,s:s}", "data",
+      static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(v.data)),
+      "device", v.device.device_type, v.device.device_id, "ndim", v.ndim,
+      "dtype", "code", v.dtype.code, "bits", v.dtype.bits, "lanes",
+      v.dtype.lanes, "dtype_name", Dtype(ref->dtype).name, "shape", shape,
+      "strides", strides, "byte_offset",
+      static_cast<unsigned long long>(v.byte_offset), "source_kind",
+      v.source_kind == TF_SOURCE_ATEN ? "aten" : "none", "contiguous",
+      (v.flags & TF_TENSOR_CONTIGUOUS) ? Py_True : Py_False, "path",
+      v.source_kind == TF_SOURCE_ATEN ? BridgePathName(Bridge::Get().path())
+                                      : "dlpack");
+  return result;
+}
+
+// The bridge alone, timed in C++ with the GIL held: ns per conversion
+// (read + release) of `tensor`, on the current path.
+PyObject* TimeBridge(PyObject*, PyObject* args) {
+  PyObject* tensor;
+  long long iterations;
+  if (!PyArg_ParseTuple(args, "OL", &tensor, &iterations)) return nullptr;
+  if (!EnsureInitialized()) return nullptr;
+  Bridge& b = Bridge::Get();
+  TensorRef ref;
+  int64_t sink = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (long long i = 0; i < iterations; ++i) {
+    if (!b.Read(tensor, "tensor", false, &ref)) return nullptr;
+    sink += ref.view.ndim;
+    b.Release(&ref);
+  }
+  double ns = std::chrono::duration<double, std::nano>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
+  if (sink < 0) Py_RETURN_NONE;  // keeps the loop from being optimised out
+  return PyFloat_FromDouble(ns / static_cast<double>(iterations));
+}
+
+// --- plugins -----------------------------------------------------------------
+
+const char* DeviceTypeName(int32_t type) {
+  switch (type) {
+    case TF_DEVICE_CPU:
+      return "cpu";
+    case TF_DEVICE_CUDA:
+      return "cuda";
+    case TF_DEVICE_CUDA_HOST:
+      return "cuda_host";
+    case TF_DEVICE_ROCM:
+      return "rocm";
+    default:
+      return "unknown";
+  }
+}
+
+const char* DtypeNameOf(tf_dtype d) {
+  DtypeIndex i = DtypeFromDlpack(d.code, d.bits, d.lanes);
+  return i == kNoDtype ? "unknown" : Dtype(i).name;
+}
+
+PyObject* KernelList(const std::vector<KernelInfo>& kernels) {
+  PyObject* list = PyList_New(0);
+  for (const KernelInfo& k : kernels) {
+    PyObject* item =
+        Py_BuildValue("(sss)", k.op.c_str(), DeviceTypeName(k.device_type),
+                      DtypeNameOf(k.dtype));
+    PyList_Append(list, item);
+    Py_DECREF(item);
+  }
+  return list;
+}
+
+PyObject* Plugins(PyObject*, PyObject*) {
+  if (!EnsureInitialized()) return nullptr;
+  PyObject* list = PyList_New(0);
+  for (const auto& p : g_registry->plugins()) {
+    PyObject* item = Py_BuildValue(
+        "{s:s,s:s,s:s,s:s,s:s,s:N}", "name", p->name.c_str(), "version",
+        p->version.c_str(), "path", p->path.c_str(), "kind",
+        p->kind == TF_PLUGIN_NATIVE ? "native" : "fallback", "abi",
+        fmt::format("{}.{}", p->abi_major, p->abi_minor).c_str(), "kernels",
+        KernelList(p->kernels));
+    PyList_Append(list, item);
+    Py_DECREF(item);
+  }
+  return list;
+}
+
+PyObject* Skipped(PyObject*, PyObject*) {
+  if (!EnsureInitialized()) return nullptr;
+  PyObject* list = PyList_New(0);
+  for (const auto& s : g_registry->skipped()) {
+    PyObject* item =
+        Py_BuildValue("{s:s,s:s,s:s}", "path", s.path.c_str(), "name",
+                      s.name.c_str(), "reason", s.reason.c_str());
+    PyList_Append(list, item);
+    Py_DECREF(item);
+  }
+  return list;
+}
+
+PyObject* Shadowed(PyObject*, PyObject*) {
+  if (!EnsureInitialized()) return nullptr;
+  PyObject* list = PyList_New(0);
+  for (const auto& s : g_registry->shadowed()) {
+    PyObject* item =
+        Py_BuildValue("{s:s,s:s,s:s,s:s,s:s}", "op", s.kernel.op.c_str(),
+                      "device", DeviceTypeName(s.kernel.device_type), "dtype",
+                      DtypeNameOf(s.kernel.dtype), "loser", s.loser.c_str(),
+                      "winner", s.winner.c_str());
+    PyList_Append(list, item);
+    Py_DECREF(item);
+  }
+  return list;
+}
+
+// Which plugin serves (op, device, dtype) now: what a call would pick.
+PyObject* KernelFor(PyObject*, PyObject* args) {
+  const char *op, *device, *dtype;
+  if (!PyArg_ParseTuple(args, "sss", &op, &device, &dtype)) return nullptr;
+  if (!EnsureInitialized()) return nullptr;
+  for (int i = 0; i < kNumOps; ++i) {
+    if (std::string(Op(static_cast<OpId>(i)).name) != op) continue;
+    for (int d = 0; d < kNumDtypes; ++d) {
+      if (std::string(Dtype(static_cast<DtypeIndex>(d)).name) != dtype) {
+        continue;
+      }
+      tf_device dev = {
+          std::string(device) == "cuda" ? TF_DEVICE_CUDA : TF_DEVICE_CPU, 0};
+      const KernelEntry* k = Dispatcher::Get().Find(static_cast<OpId>(i), dev,
+                                                    static_cast<DtypeIndex>(d));
+      if (k == nullptr) Py_RETURN_NONE;
+      return PyUnicode_FromString(k->plugin->name.c_str());
+    }
+    return RaiseError(PyExc_ValueError,
+                      fmt::format("unknown dtype '{}'", dtype)),
+           nullptr;
+  }
+  RaiseError(PyExc_ValueError, fmt::format("unknown op '{}'", op));
+  return nullptr;
+}
+
+PyObject* SetPluginOption(PyObject*, PyObject* args) {
+  const char *plugin, *key, *value;
+  if (!PyArg_ParseTuple(args, "sss", &plugin, &key, &value)) return nullptr;
+  if (!EnsureInitialized()) return nullptr;
+  ErrorSink sink;
+  if (g_registry->SetOption(plugin, key, value, &sink) != TF_OK) {
+    RaiseError(PyExc_ValueError, sink.message);
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* LoadSeconds(PyObject*, PyObject*) {
+  return PyFloat_FromDouble(g_load_seconds);
+}
+
+// Registry lookup alone (uncached, as at first call): ns per Find.
+PyObject* TimeLookup(PyObject*, PyObject* args) {
+  long long iterations;
+  if (!PyArg_ParseTuple(args, "L", &iterations)) return nullptr;
+  if (!EnsureInitialized()) return nullptr;
+  const tf_dtype f32 = Dtype(kFloat32).dtype;
+  int64_t found = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (long long i = 0; i < iterations; ++i) {
+    found += g_registry->Find("add", TF_DEVICE_CPU, f32) != nullptr;
+  }
+  double ns = std::chrono::duration<double, std::nano>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
+  if (found < 0) Py_RETURN_NONE;
+  return PyFloat_FromDouble(ns / static_cast<double>(iterations));
+}
+
+template <OpId kOp>
+PyMethodDef OpMethod() {
+  return {Op(kOp).name,
+          reinterpret_cast<PyCFunction>(
+              reinterpret_cast<void (*)()>(&OpEntry<kOp>)),
+          METH_FASTCALL | METH_KEYWORDS, Op(kOp).doc};
+}
+
+#define TF_CFUNC(fn) \
+  reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fn))
+
+PyMethodDef g_methods[] = {
+    {"_init", TF_CFUNC(Init), METH_VARARGS,
+     "_init(torch, torch_version, plugin_dir): start the bridge and load "
+     "plugins"},
+    {"_bridge_path", TF_CFUNC(BridgePathNow), METH_NOARGS, nullptr},
+    {"_set_bridge_path", TF_CFUNC(SetBridgePath), METH_O, nullptr},
+    {"_bridge_counts", TF_CFUNC(BridgeCounts), METH_NOARGS, nullptr},
+    {"_reset_bridge_counts", TF_CFUNC(ResetBridgeCounts), METH_NOARGS, nullptr},
+    {"_shim_available", TF_CFUNC(ShimAvailable), METH_NOARGS, nullptr},
+    {"_bridge_info", TF_CFUNC(BridgeInfo), METH_NOARGS, nullptr},
+    {"_view", TF_CFUNC(View), METH_O, nullptr},
+    {"_time_bridge", TF_CFUNC(TimeBridge), METH_VARARGS, nullptr},
+    {"_time_lookup", TF_CFUNC(TimeLookup), METH_VARARGS, nullptr},
+    {"_plugins", TF_CFUNC(Plugins), METH_NOARGS, nullptr},
+    {"_skipped", TF_CFUNC(Skipped), METH_NOARGS, nullptr},
+    {"_shadowed", TF_CFUNC(Shadowed), METH_NOARGS, nullptr},
+    {"_kernel_for", TF_CFUNC(KernelFor), METH_VARARGS, nullptr},
+    {"_set_plugin_option", TF_CFUNC(SetPluginOption), METH_VARARGS, nullptr},
+    {"_load_seconds", TF_CFUNC(LoadSeconds), METH_NOARGS, nullptr},
+    {nullptr, nullptr, 0, nullptr},  // ops are added at module init
+};
+
+PyModuleDef g_module = {PyModuleDef_HEAD_INIT,
+                        "_C",
+                        "torchferry's native core (use torchferry instead)",
+                        -1,
+                        g_methods,
+                        nullptr,
+                        nullptr,
+                        nullptr,
+                        nullptr};
+
+PyMethodDef g_op_methods[] = {
+    OpMethod<OpId::kAbs>(),
+    OpMethod<OpId::kNeg>(),
+    OpMethod<OpId::kExp>(),
+    OpMethod<OpId::kSilu>(),
+    OpMethod<OpId::kAdd>(),
+    OpMethod<OpId::kMul>(),
+    OpMethod<OpId::kClamp>(),
+    OpMethod<OpId::kStack>(),
+    OpMethod<OpId::kCast>(),
+    OpMethod<OpId::kSiluAndMul>(),
+    OpMethod<OpId::kRmsNorm>(),
+    OpMethod<OpId::kSoftmax>(),
+    OpMethod<OpId::kMatmul>(),
+    {"noop", TF_CFUNC(NoopEntry), METH_FASTCALL, nullptr},
+};
+
+}  // namespace
+}  // namespace torchferry
+
+extern "C" __attribute__((visibility("default"))) PyObject* PyInit__C() {
+  using namespace torchferry;
+  for (int i = 0; i < kNumOps; ++i) {
+    if (OpName(static_cast<OpId>(i)) != Op(static_cast<OpId>(i)).name) {
+      PyErr_SetString(PyExc_ImportError,
+                      "torchferry._C: the op table is out of order with "
+                      "loader/op_names.h");
+      return nullptr;
+    }
+  }
+  PyObject* module = PyModule_Create(&g_module);
+  if (module == nullptr) return nullptr;
+  g_op_methods[static_cast<int>(OpId::kNoop)].ml_doc = Op(OpId::kNoop).doc;
+  for (PyMethodDef& def : g_op_methods) {
+    PyObject* fn = PyCFunction_NewEx(&def, nullptr, nullptr);
+    if (fn == nullptr || PyModule_AddObject(module, def.ml_name, fn) < 0) {
+      Py_XDECREF(fn);
+      Py_DECREF(module);
+      return nullptr;
+    }
+  }
+  return module;
+}

@@ -1,0 +1,595 @@
+#include "core/ops.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/checks.h"
+#include "core/out_alloc.h"
+#include "core/py_errors.h"
+
+namespace torchferry {
+namespace {
+
+// --- pieces shared by the ops ---------------------------------------------
+
+tf_arg TensorArg(const TensorRef* ref) {
+  tf_arg a{};
+  a.kind = TF_ARG_TENSOR;
+  a.value.tensor = &ref->view;
+  return a;
+}
+
+tf_arg NoneArg() {
+  tf_arg a{};
+  a.kind = TF_ARG_NONE;
+  return a;
+}
+
+// A Python number as the attribute a kernel of `dtype` expects: float for
+// float dtypes, int for integer ones (a float bound on an int tensor would
+// need type promotion, which torchferry does not do).
+bool ScalarArg(const char* op, const char* what, PyObject* value,
+               DtypeIndex dtype, tf_arg* arg) {
+  *arg = tf_arg{};
+  const bool is_number = PyFloat_Check(value) || PyLong_Check(value);
+  if (!is_number) {
+    return RaiseError(PyExc_TypeError,
+                      fmt::format("{}(): expected {} to be a number, got {}",
+                                  op, what, Py_TYPE(value)->tp_name));
+  }
+  if (Dtype(dtype).is_float) {
+    arg->kind = TF_ARG_FLOAT;
+    arg->value.f = PyFloat_AsDouble(value);
+    return !PyErr_Occurred();
+  }
+  if (!PyLong_Check(value)) {
+    return RaiseError(PyExc_TypeError,
+                      fmt::format("{}(): {} is a float but input has integer "
+                                  "dtype {}; pass an int",
+                                  op, what, Dtype(dtype).name));
+  }
+  arg->kind = TF_ARG_INT;
+  int overflow = 0;
+  arg->value.i = PyLong_AsLongLongAndOverflow(value, &overflow);
+  if (overflow != 0) {
+    return RaiseError(PyExc_OverflowError,
+                      fmt::format("{}(): {} does not fit in int64", op, what));
+  }
+  return !PyErr_Occurred();
+}
+
+bool IntAttr(const char* op, const char* what, PyObject* value,
+             int64_t default_value, int64_t* result) {
+  if (value == nullptr) {
+    *result = default_value;
+    return true;
+  }
+  if (!PyLong_Check(value)) {
+    return RaiseError(PyExc_TypeError,
+                      fmt::format("{}(): expected {} to be an int, got {}", op,
+                                  what, Py_TYPE(value)->tp_name));
+  }
+  *result = PyLong_AsLongLong(value);
+  return !PyErr_Occurred();
+}
+
+// Wraps a dim into [0, rank), torch-style.
+bool WrapDim(const char* op, int64_t dim, int64_t rank, int64_t* wrapped) {
+  int64_t lo = -rank, hi = rank - 1;
+  if (rank == 0) lo = -1, hi = 0;
+  if (dim < lo || dim > hi) {
+    return RaiseError(PyExc_IndexError,
+                      fmt::format("{}(): dimension out of range (expected to "
+                                  "be in range of [{}, {}], but got {})",
+                                  op, lo, hi, dim));
+  }
+  *wrapped = dim < 0 ? dim + std::max<int64_t>(rank, 1) : dim;
+  return true;
+}
+
+// Bridges out= (or allocates it like `like` when absent) and checks its
+// device, dtype (unless kNoDtype) and shape.
+bool TakeOut(const char* op, const ParsedArgs& args, CallFrame& frame,
+             const TensorRef& like, DtypeIndex dtype, int ndim,
+             const int64_t* shape) {
+  PyObject* out = args.out;
+  if (out == nullptr || out == Py_None) {
+    out = AllocateOut(op, like, dtype, ndim, shape);
+    if (out == nullptr) return false;
+    frame.owned_result = out;
+  }
+  TensorRef* ref = frame.Take(out, "out", /*writable=*/true);
+  if (ref == nullptr || !CheckSameDevice(op, "out", *ref, like)) return false;
+  if (dtype != kNoDtype && ref->dtype != dtype) {
+    return RaiseError(
+        PyExc_TypeError,
+        fmt::format("{}(): expected out to have dtype {}, got "
+                    "{}",
+                    op, Dtype(dtype).name, Dtype(ref->dtype).name));
+  }
+  if (!CheckShape(op, "out", *ref, ndim, shape) || !CheckWritable(op, *ref)) {
+    return false;
+  }
+  frame.out_ref = ref;
+  frame.output = ref->view;
+  frame.num_outputs = 1;
+  frame.result = out;
+  return true;
+}
+
+// An input tensor that must share the first input's device and dtype.
+TensorRef* TakeLike(const char* op, const char* what, PyObject* obj,
+                    CallFrame& frame, const TensorRef& first) {
+  TensorRef* ref = frame.Take(obj, what, /*writable=*/false);
+  if (ref == nullptr || !CheckSameDevice(op, what, *ref, first) ||
+      !CheckSameDtype(op, what, *ref, first)) {
+    return nullptr;
+  }
+  return ref;
+}
+
+// --- the ops ---------------------------------------------------------------
+
+template <OpId kOp, bool kFloatOnly>
+bool PrepareUnary(const ParsedArgs& args, CallFrame& f) {
+  const char* op = Op(kOp).name;
+  TensorRef* x = f.Take(args.values[0], "input", false);
+  if (x == nullptr || (kFloatOnly && !CheckFloat(op, *x)) ||
+      !TakeOut(op, args, f, *x, x->dtype, x->view.ndim, x->view.shape) ||
+      !CheckNoOverlap(op, "input", *x, *f.out_ref, /*exact_alias_ok=*/true)) {
+    return false;
+  }
+  f.inputs[0] = TensorArg(x);
+  f.num_inputs = 1;
+  f.dispatch_ref = x;
+  f.work = x->numel;
+  return true;
+}
+
+template <OpId kOp>
+bool PrepareBinary(const ParsedArgs& args, CallFrame& f) {
+  const char* op = Op(kOp).name;
+  TensorRef* x = f.Take(args.values[0], "input", false);
+  TensorRef* y = x ? TakeLike(op, "other", args.values[1], f, *x) : nullptr;
+  int ndim;
+  int64_t shape[kMaxRank];
+  if (y == nullptr || !BroadcastShapes(op, *x, *y, &ndim, shape) ||
+      !TakeOut(op, args, f, *x, x->dtype, ndim, shape) ||
+      !BroadcastTo(op, f, x, ndim, shape) ||
+      !BroadcastTo(op, f, y, ndim, shape) ||
+      !CheckNoOverlap(op, "input", *x, *f.out_ref, true) ||
+      !CheckNoOverlap(op, "other", *y, *f.out_ref, true)) {
+    return false;
+  }
+  f.inputs[0] = TensorArg(x);
+  f.inputs[1] = TensorArg(y);
+  f.num_inputs = 2;
+  if (kOp == OpId::kAdd) {
+    PyObject* one = PyLong_FromLong(1);  // cached small int: no allocation
+    bool ok = ScalarArg(op, "alpha", args.values[2] ? args.values[2] : one,
+                        x->dtype, &f.attrs[0]);
+    Py_DECREF(one);
+    if (!ok) return false;
+    f.num_attrs = 1;
+  }
+  f.dispatch_ref = x;
+  f.work = f.out_ref->numel * 2;
+  return true;
+}
+
+bool PrepareClamp(const ParsedArgs& args, CallFrame& f) {
+  const char* op = "clamp";
+  PyObject* bounds[2] = {args.values[1], args.values[2]};
+  const char* names[2] = {"min", "max"};
+  if ((bounds[0] == nullptr || bounds[0] == Py_None) &&
+      (bounds[1] == nullptr || bounds[1] == Py_None)) {
+    return RaiseError(PyExc_ValueError,
+                      "clamp(): at least one of 'min' or 'max' must not be "
+                      "None");
+  }
+  TensorRef* x = f.Take(args.values[0], "input", false);
+  if (x == nullptr) return false;
+  TensorRef* bound_refs[2] = {nullptr, nullptr};
+  int ndim = x->view.ndim;
+  int64_t shape[kMaxRank];
+  if (ndim > kMaxRank) {
+    return RaiseError(PyExc_ValueError, "clamp(): too many dims");
+  }
+  std::copy(x->view.shape, x->view.shape + ndim, shape);
+  for (int i = 0; i < 2; ++i) {
+    PyObject* b = bounds[i];
+    if (b == nullptr || b == Py_None) {
+      f.inputs[1 + i] = NoneArg();
+    } else if (PyFloat_Check(b) || PyLong_Check(b)) {
+      if (!ScalarArg(op, names[i], b, x->dtype, &f.inputs[1 + i])) {
+        return false;
+      }
+    } else {
+      TensorRef* r = TakeLike(op, names[i], b, f, *x);
+      if (r == nullptr) return false;
+      // Broadcast against what we have so far; a TensorRef stands in for
+      // the running shape.
+      TensorRef running = *x;
+      running.view.ndim = ndim;
+      running.view.shape = shape;
+      int64_t next[kMaxRank];
+      int next_ndim;
+      if (!BroadcastShapes(op, running, *r, &next_ndim, next)) return false;
+      std::copy(next, next + next_ndim, shape);
+      ndim = next_ndim;
+      bound_refs[i] = r;
+    }
+  }
+  if (!TakeOut(op, args, f, *x, x->dtype, ndim, shape) ||
+      !BroadcastTo(op, f, x, ndim, shape) ||
+      !CheckNoOverlap(op, "input", *x, *f.out_ref, true)) {
+    return false;
+  }
+  for (int i = 0; i < 2; ++i) {
+    TensorRef* r = bound_refs[i];
+    if (r == nullptr) continue;
+    if (!BroadcastTo(op, f, r, ndim, shape) ||
+        !CheckNoOverlap(op, names[i], *r, *f.out_ref, true)) {
+      return false;
+    }
+    f.inputs[1 + i] = TensorArg(r);
+  }
+  f.inputs[0] = TensorArg(x);
+  f.num_inputs = 3;
+  f.dispatch_ref = x;
+  f.work = f.out_ref->numel * 2;
+  return true;
+}
+
+bool PrepareStack(const ParsedArgs& args, CallFrame& f) {
+  const char* op = "stack";
+  PyObject* seq = args.values[0];
+  if (!PyList_Check(seq) && !PyTuple_Check(seq)) {
+    return RaiseError(PyExc_TypeError,
+                      fmt::format("stack(): expected tensors to be a list or "
+                                  "tuple of tensors, got {}",
+                                  Py_TYPE(seq)->tp_name));
+  }
+  Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+  if (count == 0) {
+    return RaiseError(PyExc_ValueError,
+                      "stack(): expected a non-empty list of tensors");
+  }
+  if (count > (1 << 20)) {
+    return RaiseError(PyExc_ValueError, "stack(): too many tensors");
+  }
+  f.Reserve(static_cast<int>(count) + 1);
+  PyObject** items = PySequence_Fast_ITEMS(seq);
+  TensorRef* first = f.Take(items[0], "tensors[0]", false);
+  if (first == nullptr) return false;
+  tf_tensor* views = f.list_items();
+  views[0] = first->view;
+  const int rank = first->view.ndim;
+  for (Py_ssize_t i = 1; i < count; ++i) {
+    std::string what = fmt::format("tensors[{}]", i);
+    TensorRef* r = TakeLike(op, what.c_str(), items[i], f, *first);
+    if (r == nullptr) return false;
+    if (!CheckShape(op, what.c_str(), *r, rank, first->view.shape)) {
+      return false;
+    }
+    views[i] = r->view;
+  }
+  int64_t dim;
+  if (!IntAttr(op, "dim", args.values[1], 0, &dim) ||
+      !WrapDim(op, dim, rank + 1, &dim)) {
+    return false;
+  }
+  if (rank + 1 > kMaxRank) {
+    return RaiseError(PyExc_ValueError, "stack(): too many dims");
+  }
+  int64_t shape[kMaxRank];
+  for (int d = 0, s = 0; d < rank + 1; ++d) {
+    shape[d] = d == dim ? count : first->view.shape[s++];
+  }
+  if (!TakeOut(op, args, f, *first, first->dtype, rank + 1, shape)) {
+    return false;
+  }
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    // views[i] mirrors the bridged refs, which sit in the same order.
+    TensorRef probe = *first;
+    probe.view = views[i];
+    probe.numel = first->numel;
+    if (!CheckNoOverlap(op, "an input", probe, *f.out_ref, false)) {
+      return false;
+    }
+  }
+  f.inputs[0] = tf_arg{};
+  f.inputs[0].kind = TF_ARG_TENSOR_LIST;
+  f.inputs[0].value.list.items = views;
+  f.inputs[0].value.list.count = count;
+  f.num_inputs = 1;
+  f.attrs[0] = tf_arg{};
+  f.attrs[0].kind = TF_ARG_INT;
+  f.attrs[0].value.i = dim;
+  f.num_attrs = 1;
+  f.dispatch_ref = first;
+  f.work = f.out_ref->numel;
+  return true;
+}
+
+bool PrepareCast(const ParsedArgs& args, CallFrame& f) {
+  const char* op = "cast";
+  if (args.out == nullptr || args.out == Py_None) {
+    return RaiseError(PyExc_TypeError,
+                      "cast() missing required argument 'out': the target "
+                      "dtype is out's dtype");
+  }
+  TensorRef* x = f.Take(args.values[0], "input", false);
+  // kNoDtype: out may have any dtype; it is the cast's target.
+  if (x == nullptr ||
+      !TakeOut(op, args, f, *x, kNoDtype, x->view.ndim, x->view.shape) ||
+      !CheckNoOverlap(op, "input", *x, *f.out_ref, false)) {
+    return false;
+  }
+  f.inputs[0] = TensorArg(x);
+  f.num_inputs = 1;
+  f.dispatch_ref = x;
+  f.work = x->numel;
+  return true;
+}
+
+bool PrepareSiluAndMul(const ParsedArgs& args, CallFrame& f) {
+  const char* op = "silu_and_mul";
+  TensorRef* x = f.Take(args.values[0], "input", false);
+  if (x == nullptr || !CheckFloat(op, *x)) return false;
+  const int ndim = x->view.ndim;
+  if (ndim < 1 || ndim > kMaxRank || x->view.shape[ndim - 1] % 2 != 0) {
+    return RaiseError(
+        PyExc_ValueError,
+        fmt::format("silu_and_mul(): expected input with at least one dim "
+                    "and an even last dim, got shape {}",
+                    ShapeText(ndim, x->view.shape)));
+  }
+  int64_t shape[kMaxRank];
+  std::copy(x->view.shape, x->view.shape + ndim, shape);
+  shape[ndim - 1] /= 2;
+  if (!TakeOut(op, args, f, *x, x->dtype, ndim, shape) ||
+      !CheckNoOverlap(op, "input", *x, *f.out_ref, false)) {
+    return false;
+  }
+  f.inputs[0] = TensorArg(x);
+  f.num_inputs = 1;
+  f.dispatch_ref = x;
+  f.work = x->numel;
+  return true;
+}
+
+bool PrepareRmsNorm(const ParsedArgs& args, CallFrame& f) {
+  const char* op = "rms_norm";
+  TensorRef* x = f.Take(args.values[0], "input", false);
+  if (x == nullptr || !CheckFloat(op, *x)) return false;
+  const int ndim = x->view.ndim;
+  if (ndim < 1) {
+    return RaiseError(PyExc_ValueError,
+                      "rms_norm(): expected input with at least one dim, got "
+                      "a 0-dim tensor");
+  }
+  TensorRef* w = TakeLike(op, "weight", args.values[1], f, *x);
+  if (w == nullptr) return false;
+  const int64_t last = x->view.shape[ndim - 1];
+  if (!CheckShape(op, "weight", *w, 1, &last)) return false;
+  double eps = 1e-6;
+  if (args.values[2] != nullptr && args.values[2] != Py_None) {
+    eps = PyFloat_AsDouble(args.values[2]);
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      return RaiseError(PyExc_TypeError,
+                        fmt::format("rms_norm(): expected eps to be a float, "
+                                    "got {}",
+                                    Py_TYPE(args.values[2])->tp_name));
+    }
+  }
+  if (!TakeOut(op, args, f, *x, x->dtype, ndim, x->view.shape) ||
+      !CheckNoOverlap(op, "input", *x, *f.out_ref, false) ||
+      !CheckNoOverlap(op, "weight", *w, *f.out_ref, false)) {
+    return false;
+  }
+  f.inputs[0] = TensorArg(x);
+  f.inputs[1] = TensorArg(w);
+  f.num_inputs = 2;
+  f.attrs[0] = tf_arg{};
+  f.attrs[0].kind = TF_ARG_FLOAT;
+  f.attrs[0].value.f = eps;
+  f.num_attrs = 1;
+  f.dispatch_ref = x;
+  f.work = x->numel * 2;
+  return true;
+}
+
+bool PrepareSoftmax(const ParsedArgs& args, CallFrame& f) {
+  const char* op = "softmax";
+  TensorRef* x = f.Take(args.values[0], "input", false);
+  if (x == nullptr || !CheckFloat(op, *x)) return false;
+  int64_t dim;
+  if (!IntAttr(op, "dim", args.values[1], -1, &dim) ||
+      !WrapDim(op, dim, x->view.ndim, &dim) ||
+      !TakeOut(op, args, f, *x, x->dtype, x->view.ndim, x->view.shape) ||
+      !CheckNoOverlap(op, "input", *x, *f.out_ref, false)) {
+    return false;
+  }
+  if (x->view.ndim == 0) {  // the ABI promises ndim >= 1: present as [1]
+    static int64_t one[1] = {1};
+    x->view.ndim = 1;
+    x->view.shape = one;
+    x->view.strides = one;
+    f.output.ndim = 1;
+    f.output.shape = one;
+    f.output.strides = one;
+  }
+  f.inputs[0] = TensorArg(x);
+  f.num_inputs = 1;
+  f.attrs[0] = tf_arg{};
+  f.attrs[0].kind = TF_ARG_INT;
+  f.attrs[0].value.i = dim;
+  f.num_attrs = 1;
+  f.dispatch_ref = x;
+  f.work = x->numel * 3;
+  return true;
+}
+
+// matmul's kernels always see [B, m, k] x [B, k, n] -> [B, m, n]; a 2-D
+// operand gets a batch dim of stride 0, so it is shared by every batch.
+bool As3d(CallFrame& f, tf_tensor* v, int64_t batch) {
+  if (v->ndim == 3 && v->shape[0] == batch) return true;
+  int64_t* shape = f.Arena(3);
+  int64_t* strides = f.Arena(3);
+  if (shape == nullptr || strides == nullptr) {
+    return RaiseError(PyExc_ValueError, "matmul(): out of view space");
+  }
+  const int off = v->ndim - 2;
+  shape[0] = batch;
+  strides[0] = v->ndim == 3 && v->shape[0] != 1 ? v->strides[0] : 0;
+  for (int d = 0; d < 2; ++d) {
+    shape[1 + d] = v->shape[off + d];
+    strides[1 + d] = v->strides[off + d];
+  }
+  v->ndim = 3;
+  v->shape = shape;
+  v->strides = strides;
+  if (batch != 1) v->flags = 0;
+  return true;
+}
+
+bool PrepareMatmul(const ParsedArgs& args, CallFrame& f) {
+  const char* op = "matmul";
+  TensorRef* a = f.Take(args.values[0], "input", false);
+  if (a == nullptr || !CheckFloat(op, *a)) return false;
+  TensorRef* b = TakeLike(op, "other", args.values[1], f, *a);
+  if (b == nullptr) return false;
+  const tf_tensor& av = a->view;
+  const tf_tensor& bv = b->view;
+  if (av.ndim < 2 || av.ndim > 3 || bv.ndim < 2 || bv.ndim > 3) {
+    return RaiseError(PyExc_ValueError,
+                      fmt::format("matmul(): expected 2-D or 3-D operands, "
+                                  "got shapes {} and {}",
+                                  ShapeText(av.ndim, av.shape),
+                                  ShapeText(bv.ndim, bv.shape)));
+  }
+  const int64_t m = av.shape[av.ndim - 2], k = av.shape[av.ndim - 1];
+  const int64_t k2 = bv.shape[bv.ndim - 2], n = bv.shape[bv.ndim - 1];
+  const int64_t ba = av.ndim == 3 ? av.shape[0] : 1;
+  const int64_t bb = bv.ndim == 3 ? bv.shape[0] : 1;
+  if (k != k2 || (ba != bb && ba != 1 && bb != 1)) {
+    return RaiseError(PyExc_ValueError,
+                      fmt::format("matmul(): shapes {} and {} cannot be "
+                                  "multiplied",
+                                  ShapeText(av.ndim, av.shape),
+                                  ShapeText(bv.ndim, bv.shape)));
+  }
+  const int64_t batch = std::max(ba, bb);
+  const bool batched = av.ndim == 3 || bv.ndim == 3;
+  int64_t shape[3] = {batch, m, n};
+  const int out_ndim = batched ? 3 : 2;
+  if (!TakeOut(op, args, f, *a, a->dtype, out_ndim,
+               batched ? shape : shape + 1) ||
+      !CheckNoOverlap(op, "input", *a, *f.out_ref, false) ||
+      !CheckNoOverlap(op, "other", *b, *f.out_ref, false) ||
+      !As3d(f, &a->view, batch) || !As3d(f, &b->view, batch) ||
+      !As3d(f, &f.output, batch)) {
+    return false;
+  }
+  f.inputs[0] = TensorArg(a);
+  f.inputs[1] = TensorArg(b);
+  f.num_inputs = 2;
+  f.dispatch_ref = a;
+  f.work = batch * m * n * k;
+  return true;
+}
+
+#define TF_UNARY_OP(op_name, id, float_only, text)                     \
+  {                                                                    \
+#op_name, text,                                                    \
+        {#op_name, {"input" }, 1, 1 }, &PrepareUnary < id, float_only> \
+  }
+
+const OpSpec kOps[kNumOps] = {
+    TF_UNARY_OP(abs, OpId::kAbs, false,
+                "abs(input, *, out=None, stream=None) -> out = |input|"),
+    TF_UNARY_OP(neg, OpId::kNeg, false,
+                "neg(input, *, out=None, stream=None) -> out = -input"),
+    TF_UNARY_OP(exp, OpId::kExp, true,
+                "exp(input, *, out=None, stream=None) -> out = e**input"),
+    TF_UNARY_OP(silu, OpId::kSilu, true,
+                "silu(input, *, out=None, stream=None) -> out = input * "
+                "sigmoid(input)"),
+    {"add",
+     "add(input, other, alpha=1, *, out=None, stream=None) -> out = input + "
+     "alpha * other, broadcasting",
+     {"add", {"input", "other", "alpha"}, 3, 2},
+     &PrepareBinary<OpId::kAdd>},
+    {"mul",
+     "mul(input, other, *, out=None, stream=None) -> out = input * other, "
+     "broadcasting",
+     {"mul", {"input", "other"}, 2, 2},
+     &PrepareBinary<OpId::kMul>},
+    {"clamp",
+     "clamp(input, min=None, max=None, *, out=None, stream=None): each bound "
+     "a number, a tensor or None",
+     {"clamp", {"input", "min", "max"}, 3, 1},
+     &PrepareClamp},
+    {"stack",
+     "stack(tensors, dim=0, *, out=None, stream=None) -> tensors joined "
+     "along a new dim",
+     {"stack", {"tensors", "dim"}, 2, 1},
+     &PrepareStack},
+    {"cast",
+     "cast(input, *, out, stream=None) -> input converted to out's dtype",
+     {"cast", {"input"}, 1, 1},
+     &PrepareCast},
+    {"silu_and_mul",
+     "silu_and_mul(input, *, out=None, stream=None) -> silu(input[..., :d]) "
+     "* input[..., d:]",
+     {"silu_and_mul", {"input"}, 1, 1},
+     &PrepareSiluAndMul},
+    {"rms_norm",
+     "rms_norm(input, weight, eps=1e-6, *, out=None, stream=None) over the "
+     "last dim",
+     {"rms_norm", {"input", "weight", "eps"}, 3, 2},
+     &PrepareRmsNorm},
+    {"softmax",
+     "softmax(input, dim=-1, *, out=None, stream=None)",
+     {"softmax", {"input", "dim"}, 2, 1},
+     &PrepareSoftmax},
+    {"matmul",
+     "matmul(input, other, *, out=None, stream=None) for 2-D and batched 3-D "
+     "operands",
+     {"matmul", {"input", "other"}, 2, 2},
+     &PrepareMatmul},
+    {"noop",
+     "noop(*tensors) -> None: bridges every tensor and calls a kernel that "
+     "reads the views and does nothing (measures dispatch)",
+     {"noop", {}, 0, 0, false},
+     nullptr},
+};
+
+#undef TF_UNARY_OP
+
+}  // namespace
+
+const OpSpec& Op(OpId id) { return kOps[static_cast<int>(id)]; }
+
+bool PrepareNoop(PyObject* const* args, Py_ssize_t nargs, CallFrame& f) {
+  if (nargs > (1 << 20)) {
+    return RaiseError(PyExc_ValueError, "noop(): too many tensors");
+  }
+  f.Reserve(static_cast<int>(nargs));
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    TensorRef* r = f.Take(args[i], "tensor", false);
+    if (r == nullptr) return false;
+    if (i > 0 && !CheckSameDevice("noop", "tensor", *r, *f.dispatch_ref)) {
+      return false;
+    }
+    if (i == 0) f.dispatch_ref = r;
+    f.inputs[i] = TensorArg(r);
+  }
+  f.num_inputs = static_cast<int>(nargs);
+  return true;
+}
+
+}  // namespace torchferry

@@ -1,0 +1,44 @@
+"""The tensor bridge: which path turns a torch.Tensor into a plugin's view.
+
+Paths: "shim" (torch_tensor_from_pyobject, torch >= 2.14), "offset" (the
+at::Tensor read inside the Python object at a calibrated offset), and
+"dlpack" (any non-torch object with __dlpack__, counted on its own).
+"""
+
+from . import _C
+
+
+def path():
+    """The path torch tensors take now: 'shim' or 'offset'."""
+    return _C._bridge_path()
+
+
+def set_path(name):
+    """Forces 'shim', 'offset' or 'auto' (for A/B runs). Forcing a path this
+    torch lacks raises RuntimeError. Also settable with TORCHFERRY_BRIDGE."""
+    _C._set_bridge_path(name)
+
+
+def path_counts():
+    """Conversions per path since start (or the last reset), and shim handles
+    created and deleted (equal whenever no call is in flight)."""
+    return _C._bridge_counts()
+
+
+def reset_path_counts():
+    _C._reset_bridge_counts()
+
+
+def shim_available():
+    """Whether the running torch exports torch_tensor_from_pyobject."""
+    return _C._shim_available()
+
+
+def view(tensor):
+    """Exactly the metadata a plugin would see for `tensor`, as a dict."""
+    return _C._view(tensor)
+
+
+def info():
+    """The chosen path, why, and what offset calibration found."""
+    return _C._bridge_info()

@@ -1,0 +1,54 @@
+"""The command line: `python -m torchferry {info,bench}`."""
+
+import argparse
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m torchferry",
+        description="torchferry hands torch tensors to native kernels in versioned "
+        "plugins. Environment: TORCHFERRY_PLUGIN_PATH (extra plugin folders or files, "
+        "searched first), TORCHFERRY_PLUGINS (name globs; -glob excludes), "
+        "TORCHFERRY_BRIDGE (auto|shim|offset), TORCHFERRY_LOG (debug|info|warn|error|off), "
+        "TORCHFERRY_ATEN_STRATEGY (from_blob|source|pool).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    info = sub.add_parser(
+        "info", help="torch version, bridge path and why, plugins, kernels and skipped plugins"
+    )
+    info.add_argument("--json", action="store_true", help="print JSON instead of text")
+    bench = sub.add_parser(
+        "bench", help="measure torchferry against its peers in one process, side by side"
+    )
+    bench.add_argument("--quick", action="store_true", help="a smoke run in under a minute")
+    bench.add_argument(
+        "--device", choices=["cpu", "cuda"], default="cpu", help="where the tensors live"
+    )
+    bench.add_argument(
+        "--sections",
+        default="all",
+        help="comma-separated sections to run: bridge,view,call,ops,aten,loader (default all)",
+    )
+    bench.add_argument("--json", metavar="PATH", help="write the results JSON here")
+    bench.add_argument("--plot", metavar="PATH", help="write the PNG bar chart here")
+    bench.add_argument(
+        "--out-dir",
+        metavar="DIR",
+        default="bench-results",
+        help="where the JSON and PNG go unless --json/--plot say otherwise "
+        "(default ./bench-results)",
+    )
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    if args.command == "info":
+        from . import info
+
+        return info.main(as_json=args.json)
+    if args.command == "bench":
+        from .bench import run
+
+        return run.main(args)
+    return 2

@@ -1,0 +1,87 @@
+"""`python -m torchferry info`: what torchferry found in this process."""
+
+import json
+import os
+import platform
+import sys
+
+import torch
+
+import torchferry
+from . import _C, bridge, plugins
+
+
+def collect():
+    """Everything `info` shows, as plain data."""
+    return {
+        "torchferry": torchferry.__version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "torch_path": os.path.dirname(torch.__file__),
+        "bridge": bridge.info(),
+        "path_counts": bridge.path_counts(),
+        "plugin_search": {
+            "TORCHFERRY_PLUGIN_PATH": os.environ.get("TORCHFERRY_PLUGIN_PATH", ""),
+            "TORCHFERRY_PLUGINS": os.environ.get("TORCHFERRY_PLUGINS", ""),
+            "package_dir": torchferry.PLUGIN_DIR,
+        },
+        "load_seconds": _C._load_seconds(),
+        "plugins": plugins.loaded(),
+        "skipped": plugins.skipped(),
+        "shadowed": plugins.shadowed(),
+    }
+
+
+def _kernel_summary(kernels):
+    """'abs: cpu float32 float16 ...' lines, one per op and device."""
+    by_key = {}
+    for op, device, dtype in kernels:
+        by_key.setdefault((op, device), []).append(dtype)
+    return [f"{op} [{device}]: {' '.join(dtypes)}" for (op, device), dtypes in sorted(by_key.items())]
+
+
+def render(data):
+    b = data["bridge"]
+    cal = b["offset_calibration"]
+    lines = [
+        f"torchferry {data['torchferry']} on Python {data['python']} ({data['platform']})",
+        f"torch {data['torch']} at {data['torch_path']}",
+        f"  libtorch: {b['libtorch']}",
+        f"  libtorch_cuda: {b['libtorch_cuda'] or '(not loaded: CPU-only torch)'}",
+        "",
+        f"bridge path: {b['path']}",
+        f"  why: {b['reason']}",
+        f"  shim (torch_tensor_from_pyobject): {'available' if b['shim_available'] else 'absent'}",
+        f"  offset calibration: {'ok' if cal['ok'] else 'FAILED'}: {cal['detail']}",
+        "  conversions: " + ", ".join(f"{k}={v}" for k, v in data["path_counts"].items()),
+        "",
+        f"plugins (loaded in {data['load_seconds'] * 1e3:.2f} ms; search: "
+        f"TORCHFERRY_PLUGIN_PATH={data['plugin_search']['TORCHFERRY_PLUGIN_PATH'] or '(unset)'}, "
+        f"then {data['plugin_search']['package_dir']}; "
+        f"TORCHFERRY_PLUGINS={data['plugin_search']['TORCHFERRY_PLUGINS'] or '(unset)'}):",
+    ]
+    if not data["plugins"]:
+        lines.append("  none")
+    for p in data["plugins"]:
+        lines.append(
+            f"  {p['name']} {p['version']} ({p['kind']}, ABI {p['abi']}, "
+            f"{len(p['kernels'])} kernels) {p['path']}"
+        )
+        lines.extend("    " + line for line in _kernel_summary(p["kernels"]))
+    lines.append("")
+    lines.append(f"skipped plugins: {len(data['skipped']) or 'none'}")
+    for s in data["skipped"]:
+        lines.append(f"  {s['path']}: {s['reason']}")
+    lines.append(f"shadowed kernels: {len(data['shadowed']) or 'none'}")
+    for s in data["shadowed"]:
+        lines.append(
+            f"  {s['op']} [{s['device']}] {s['dtype']}: {s['loser']} loses to {s['winner']}"
+        )
+    return "\n".join(lines)
+
+
+def main(as_json=False):
+    data = collect()
+    print(json.dumps(data, indent=2) if as_json else render(data))
+    return 0
