@@ -1,0 +1,108 @@
+// rms_norm: out = x / sqrt(mean(x^2 over the last dim) + eps) * weight,
+// accumulated in float32 (float64 for float64 tensors).
+#include "plugins/cuda/call_util.h"
+#include "plugins/cuda/element_types.cuh"
+#include "plugins/cuda/math.cuh"
+#include "plugins/cuda/ops.h"
+#include "plugins/cuda/row_reduce.cuh"
+
+namespace torchferry_cuda {
+namespace {
+
+struct RmsNormArgs {
+  StridedLayout<2> rows;  // the leading dims; strides of x, then out
+  int64_t num_rows;
+  int64_t n;  // length of the last dim
+  int64_t x_step;
+  int64_t weight_step;
+  int64_t out_step;
+};
+
+template <typename T, int kThreadsPerRow, int kRowsPerBlock>
+__global__ void RmsNormKernel(const T* x, const T* weight, T* out,
+                              RmsNormArgs args, OpMathT<T> eps) {
+  static_assert(kRowsPerBlock == 1 || kThreadsPerRow == 32,
+                "several rows per block only with a warp per row");
+  using A = OpMathT<T>;
+  const int lane = threadIdx.x % kThreadsPerRow;
+  const int64_t row_step = static_cast<int64_t>(gridDim.x) * kRowsPerBlock;
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock +
+                     threadIdx.x / kThreadsPerRow;
+       row < args.num_rows; row += row_step) {
+    int64_t offsets[2];
+    args.rows.Offsets(row, offsets);
+    const T* x_row = x + offsets[0];
+    T* out_row = out + offsets[1];
+
+    A sum_sq = 0;
+    for (int64_t j = lane; j < args.n; j += kThreadsPerRow) {
+      const A v = ToOpMath(x_row[j * args.x_step]);
+      sum_sq += v * v;
+    }
+    sum_sq = RowReduce<kThreadsPerRow>(sum_sq, Plus{});
+    const A scale = InvSqrt(sum_sq / static_cast<A>(args.n) + eps);
+
+    for (int64_t j = lane; j < args.n; j += kThreadsPerRow) {
+      const A v = ToOpMath(x_row[j * args.x_step]);
+      const A w = ToOpMath(weight[j * args.weight_step]);
+      out_row[j * args.out_step] = FromOpMath<T>(v * scale * w);
+    }
+  }
+}
+
+template <typename T>
+tf_status RmsNormAs(const tf_call* call) {
+  const tf_tensor& x = InputTensor(call, 0);
+  const tf_tensor& weight = InputTensor(call, 1);
+  const tf_tensor& out = call->outputs[0];
+  const int last = x.ndim - 1;
+
+  RmsNormArgs args;
+  args.n = x.shape[last];
+  args.num_rows = NumElements(last, x.shape);
+  if (args.n == 0 || args.num_rows == 0) return TF_OK;
+  args.x_step = x.strides[last];
+  args.weight_step = weight.strides[0];
+  args.out_step = out.strides[last];
+  const int64_t* strides[2] = {x.strides, out.strides};
+  if (!BuildLayout(last, x.shape, strides, &args.rows)) {
+    return Fail(call, TF_ERROR_UNSUPPORTED,
+                "rms_norm: expected leading dimensions whose strides merge "
+                "into at most %d, found %d that do not; make x contiguous "
+                "first",
+                kMaxDims, last);
+  }
+  const OpMathT<T> eps = static_cast<OpMathT<T>>(AttrAsDouble(call, 0, 1e-6));
+  const T* x_data = static_cast<const T*>(x.data);
+  const T* w_data = static_cast<const T*>(weight.data);
+  T* out_data = static_cast<T*>(out.data);
+  const cudaStream_t stream = StreamOf(call);
+
+  if (args.n <= kWarpRowLimit) {
+    RmsNormKernel<T, 32, kWarpRowsPerBlock>
+        <<<RowGrid(args.num_rows, kWarpRowsPerBlock), 32 * kWarpRowsPerBlock, 0,
+           stream>>>(x_data, w_data, out_data, args, eps);
+  } else {
+    RmsNormKernel<T, kBlockRowThreads, 1>
+        <<<RowGrid(args.num_rows, 1), kBlockRowThreads, 0, stream>>>(
+            x_data, w_data, out_data, args, eps);
+  }
+  return CheckLaunch(call, "rms_norm");
+}
+
+}  // namespace
+
+tf_status RmsNorm(const tf_call* call) {
+  const Dtype dtype = DtypeOf(InputTensor(call, 0).dtype);
+  DeviceGuard guard(call, call->outputs[0].device.device_id);
+  if (guard.status() != TF_OK) return guard.status();
+  return DispatchFloat(
+      dtype,
+      [&](auto tag) { return RmsNormAs<typename decltype(tag)::type>(call); },
+      [&] {
+        return Fail(call, TF_ERROR_UNSUPPORTED, "rms_norm: no kernel for %s",
+                    DtypeName(dtype));
+      });
+}
+
+}  // namespace torchferry_cuda
