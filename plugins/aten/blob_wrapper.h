@@ -1,0 +1,16 @@
+// The one way this plugin builds an at::Tensor over memory it does not own.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+namespace torchferry::aten {
+
+// A non-owning wrapper: its DataPtr has no deleter and no context, so the
+// wrapper never frees or keeps alive the caller's memory, and building it
+// allocates nothing but the TensorImpl and StorageImpl. `device` is passed
+// explicitly so that ATen does not ask the driver which device owns `data`.
+at::Tensor WrapBlob(void* data, c10::IntArrayRef sizes,
+                    c10::IntArrayRef strides, c10::ScalarType dtype,
+                    c10::Device device);
+
+}  // namespace torchferry::aten

@@ -1,0 +1,42 @@
+"""Finds the torch of the Python that runs this script, without importing it.
+
+Importing torch takes seconds and loads every backend library; the build only
+needs to know where the wheel lies and how its C++ was compiled. Prints two
+lines, `root=<torch package folder>` and `cxx11_abi=<0|1>`; exits 1 with the
+reason on stderr when torch is not installed or its layout is not a wheel's.
+"""
+
+import importlib.util
+import pathlib
+import sys
+
+
+def main() -> int:
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        print(f"torch is not installed for {sys.executable}", file=sys.stderr)
+        return 1
+    root = pathlib.Path(list(spec.submodule_search_locations)[0])
+    needed = [
+        root / "version.py",
+        root / "include" / "ATen" / "core" / "Tensor.h",
+        root / "lib" / "libc10.so",
+        root / "lib" / "libtorch_cpu.so",
+    ]
+    missing = [str(p) for p in needed if not p.exists()]
+    if missing:
+        print(f"torch at {root} lacks {', '.join(missing)}: expected a wheel "
+              "with C++ headers and libraries", file=sys.stderr)
+        return 1
+    # Wheels record their _GLIBCXX_USE_CXX11_ABI only inside torch._C, which
+    # needs the import this script avoids. The mangled names tell it as well:
+    # a library built with the new ABI exports symbols that mention
+    # std::__cxx11::basic_string, one built with the old ABI none.
+    cxx11_abi = int(b"NSt7__cxx1112basic_string" in (root / "lib" / "libc10.so").read_bytes())
+    print(f"root={root}")
+    print(f"cxx11_abi={cxx11_abi}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
