@@ -58,17 +58,25 @@ Registry::~Registry() = default;
 
 void Registry::Load(const LoaderOptions& options) {
   SetLogLevel(options.log_level);
-  for (const std::string& path : ListPluginFiles(options.search_path)) {
-    const std::string stem = PluginStem(path);
-    if (!IsSelected(options.selection, stem)) {
-      impl_->Skip(path, "",
-                  fmt::format("{}: '{}' is not selected by "
-                              "TORCHFERRY_PLUGINS='{}'",
-                              path, stem, options.selection),
-                  LogLevel::kDebug);
-      continue;
+  // LoadFile catches what one plugin can throw; only a full heap gets past it
+  // to here, and loading fewer plugins beats failing the caller's import.
+  try {
+    for (const std::string& path : ListPluginFiles(options.search_path)) {
+      const std::string stem = PluginStem(path);
+      if (!IsSelected(options.selection, stem)) {
+        impl_->Skip(path, "",
+                    fmt::format("{}: '{}' is not selected by "
+                                "TORCHFERRY_PLUGINS='{}'",
+                                path.substr(path.rfind('/') + 1), stem,
+                                options.selection),
+                    LogLevel::kDebug);
+        continue;
+      }
+      LoadFile(path);
     }
-    LoadFile(path);
+  } catch (const std::exception& e) {
+    Log(LogLevel::kError, "loader",
+        fmt::format("stopped loading plugins: {}", e.what()));
   }
 }
 
