@@ -17,7 +17,7 @@ std::string_view ReleaseOf(std::string_view version) {
 
 std::string TorchVersionMismatch(std::string_view built, const char* running) {
   const std::string_view built_release = ReleaseOf(built);
-  if (running == nullptr) {
+  if (running == nullptr || *running == '\0') {
     return "built against torch " + std::string(built_release) +
            ", but the host reports no torch version (import torch before "
            "loading plugins); the aten plugin only runs under the torch it "

@@ -18,7 +18,7 @@ inline constexpr char kBuiltTorchVersion[] = TORCHFERRY_ATEN_TORCH_VERSION;
 // share its C++ API.
 std::string_view ReleaseOf(std::string_view version);
 
-// Empty when `running` (host->query("torch.version"), maybe NULL) is the
+// Empty when `running` (host->query("torch.version"), maybe NULL or "") is the
 // release `built`; otherwise the reason to refuse, naming both.
 std::string TorchVersionMismatch(std::string_view built, const char* running);
 

@@ -59,6 +59,7 @@ class CallBuilder {
   // sources at all.
   CallBuilder& TensorViewOf(const at::Tensor& described,
                             const at::Tensor& source);
+  // The sources are the vector's elements: keep it alive until Run().
   CallBuilder& List(const std::vector<at::Tensor>& tensors);
   CallBuilder& None();
   CallBuilder& IntInput(int64_t value);
