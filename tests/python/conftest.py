@@ -1,0 +1,224 @@
+"""Shared helpers for the pytest suite, which runs against a real torch wheel.
+
+Every op result is compared with torch's own; every test that bridges a torch
+tensor says which bridge path it takes and proves it with path_counts().
+"""
+
+import contextlib
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import torchferry
+from torchferry import bridge, plugins
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# The bridge paths a torch tensor can take under this torch: the calibrated
+# offset always, the shim where libtorch exports torch_tensor_from_pyobject.
+PATHS = ["offset"] + (["shim"] if bridge.shim_available() else [])
+
+FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+class MyT(torch.Tensor):
+    """A plain tensor subclass: no __torch_dispatch__ of its own."""
+
+
+def cpu_kernel_dtypes(op):
+    """The dtypes the CPU plugin carries for `op`, as torch dtypes."""
+    for p in plugins.loaded():
+        if p["name"] == "cpu":
+            return [getattr(torch, dt) for o, dev, dt in p["kernels"] if o == op and dev == "cpu"]
+    return []
+
+
+def dtype_id(dtype):
+    return str(dtype).replace("torch.", "")
+
+
+# --- tensors -------------------------------------------------------------------
+
+
+def make(shape, dtype=torch.float32, low=None, high=None, gen=None):
+    """Random values that suit `dtype`: normal floats, small signed ints,
+    non-negative uint8, random bools."""
+    shape = tuple(shape)
+    if dtype.is_floating_point:
+        t = torch.randn(shape, dtype=torch.float32, generator=gen)
+        if low is not None:
+            t = t.abs() * ((high or 1) - low) / 3 + low
+        return t.to(dtype)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=gen).bool()
+    lo = 0 if dtype == torch.uint8 else -50
+    lo = lo if low is None else low
+    hi = 50 if high is None else high
+    return torch.randint(lo, hi, shape, dtype=torch.int64, generator=gen).to(dtype)
+
+
+# Every layout the bridge must read exactly, as builders taking a dtype:
+# strides, storage offsets, stride 0, channels_last, 0-dim, zero elements,
+# views of views, an nn.Parameter, a plain subclass, and one large enough that
+# the call releases the GIL.
+LAYOUTS = {
+    "contiguous": lambda dt: make((4, 6), dt),
+    "transposed": lambda dt: make((6, 4), dt).t(),
+    "offset": lambda dt: make((6, 8), dt)[1:5, 2:8],
+    "step": lambda dt: make((8, 12), dt)[::2, ::2],
+    "expanded_rows": lambda dt: make((1, 6), dt).expand(4, 6),
+    "expanded_cols": lambda dt: make((4, 1), dt).expand(4, 6),
+    "channels_last": lambda dt: make((2, 3, 4, 5), dt).to(memory_format=torch.channels_last),
+    "permuted3d": lambda dt: make((2, 3, 4), dt).permute(2, 0, 1),
+    "zero_dim": lambda dt: make((), dt),
+    "zero_elements": lambda dt: make((0, 6), dt),
+    "zero_elements_strided": lambda dt: make((4, 6), dt)[:, 3:3],
+    "view_of_view": lambda dt: make((4, 12), dt).view(8, 6)[1:7].t().unsqueeze(0)[0][1:],
+    "size1_odd_stride": lambda dt: torch.empty_strided((4, 1, 6), (6, 100, 1), dtype=dt).copy_(
+        make((4, 1, 6), dt)
+    ),
+    "parameter": lambda dt: torch.nn.Parameter(make((4, 6), dt), requires_grad=dt.is_floating_point),
+    "subclass": lambda dt: make((4, 6), dt).as_subclass(MyT),
+    "large": lambda dt: make((70000,), dt),
+}
+LAYOUT_NAMES = list(LAYOUTS)
+
+
+def layout(name, dtype=torch.float32):
+    """A tensor of `dtype` in the named layout (see LAYOUTS). Parameters
+    require grad, so call ops on them under torch.no_grad()."""
+    return LAYOUTS[name](dtype)
+
+
+# --- comparing with torch ------------------------------------------------------
+
+_TOL = {
+    torch.float32: (1e-5, 1e-6),
+    torch.float64: (1e-12, 1e-12),
+    torch.float16: (2e-3, 1e-3),
+    torch.bfloat16: (1.6e-2, 1e-2),
+}
+# Reductions (softmax, rms_norm, matmul) accumulate, so round-off differs more.
+_REDUCE_TOL = {
+    torch.float32: (1e-4, 1e-5),
+    torch.float64: (1e-10, 1e-10),
+    torch.float16: (1e-2, 1e-2),
+    torch.bfloat16: (5e-2, 5e-2),
+}
+
+
+def assert_matches(actual, expected, reduce=False):
+    """actual equals torch's `expected`: exactly for ints and bools, within a
+    per-dtype tolerance for floats (float16 and bfloat16 loose)."""
+    assert isinstance(actual, torch.Tensor)
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    if expected.dtype.is_floating_point:
+        rtol, atol = (_REDUCE_TOL if reduce else _TOL)[expected.dtype]
+        torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        assert torch.equal(actual, expected), (actual, expected)
+
+
+def plain(t):
+    """`t` as a plain tensor, detached, for computing torch's reference."""
+    if isinstance(t, torch.Tensor):
+        return t.detach().as_subclass(torch.Tensor) if type(t) is not torch.Tensor else t.detach()
+    return t
+
+
+# --- bridge paths --------------------------------------------------------------
+
+
+@pytest.fixture(params=PATHS)
+def path(request):
+    """Forces the bridge path under test; puts the previous one back."""
+    before = bridge.path()
+    bridge.set_path(request.param)
+    try:
+        yield request.param
+    finally:
+        bridge.set_path(before)
+
+
+def counts_delta(before, after):
+    return {k: after[k] - before[k] for k in after}
+
+
+@contextlib.contextmanager
+def conversions(path, tensors, dlpack=0):
+    """Asserts that the block bridged exactly `tensors` torch tensors on
+    `path` (and `dlpack` objects through DLPack), nothing on the other path,
+    and on the shim path released every handle it created."""
+    before = bridge.path_counts()
+    yield
+    d = counts_delta(before, bridge.path_counts())
+    expected = {
+        "shim": tensors if path == "shim" else 0,
+        "offset": tensors if path == "offset" else 0,
+        "dlpack": dlpack,
+        "shim_handles_created": tensors if path == "shim" else 0,
+        "shim_handles_deleted": tensors if path == "shim" else 0,
+    }
+    assert d == expected, f"path counters moved by {d}, expected {expected}"
+
+
+@contextlib.contextmanager
+def no_handle_leak():
+    """Whatever happens inside, every shim handle created is deleted."""
+    before = bridge.path_counts()
+    try:
+        yield
+    finally:
+        d = counts_delta(before, bridge.path_counts())
+        assert d["shim_handles_created"] == d["shim_handles_deleted"], d
+
+
+# --- subprocesses --------------------------------------------------------------
+
+
+def clean_env(**overrides):
+    """This process's environment without any TORCHFERRY_* setting, plus
+    `overrides` (a value of None removes the variable)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHFERRY_")}
+    for k, v in overrides.items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = str(v)
+    return env
+
+
+def run_python(code, timeout=180, **env):
+    """Runs `code` in a fresh interpreter with a clean TORCHFERRY_* environment
+    plus `env`; returns the CompletedProcess (text, both streams)."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=clean_env(PYTHONPATH=HERE, **env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=HERE,
+    )
+
+
+# --- hostile-input tally -------------------------------------------------------
+
+HOSTILE_TALLY = {"tried": 0, "clean": 0}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "subprocess: runs a fresh Python interpreter")
+
+
+def pytest_terminal_summary(terminalreporter):
+    t = HOSTILE_TALLY
+    if t["tried"]:
+        terminalreporter.write_line(
+            f"hostile inputs: {t['tried']} tried, {t['clean']} rejected cleanly "
+            f"(torch {torch.__version__}, bridge paths {', '.join(PATHS)})"
+        )
