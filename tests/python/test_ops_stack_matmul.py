@@ -1,0 +1,164 @@
+"""stack (every dim, every carried dtype, mixed layouts) and matmul (2-D,
+3-D, mixed, broadcast batches, strided operands) against torch."""
+
+import pytest
+import torch
+
+from torchferry import ops
+from conftest import MyT, assert_matches, conversions, cpu_kernel_dtypes, dtype_id, make, plain
+
+
+def dtypes(op):
+    return [pytest.param(d, id=dtype_id(d)) for d in cpu_kernel_dtypes(op)]
+
+
+# --- stack -----------------------------------------------------------------------
+
+STACK_CASES = [
+    pytest.param(shape, dim, id=f"{'x'.join(map(str, shape)) or 'scalar'}-dim{dim}")
+    for shape in [(), (5,), (3, 4), (2, 3, 4), (0, 3)]
+    for dim in range(-len(shape) - 1, len(shape) + 1)
+]
+
+
+@pytest.mark.parametrize("shape,dim", STACK_CASES)
+@pytest.mark.parametrize("dtype", dtypes("stack"))
+def test_stack_every_dim(path, dtype, shape, dim):
+    xs = [make(shape, dtype) for _ in range(3)]
+    with conversions(path, 4):
+        out = ops.stack(xs, dim)
+    assert_matches(out, torch.stack(xs, dim))
+    with conversions(path, 4):
+        out = ops.stack(tuple(xs), dim=dim)
+    assert_matches(out, torch.stack(xs, dim))
+
+
+@pytest.mark.parametrize("dtype", dtypes("stack"))
+def test_stack_default_dim_and_single_tensor(path, dtype):
+    x = make((2, 3), dtype)
+    with conversions(path, 2):
+        out = ops.stack([x])
+    assert_matches(out, torch.stack([x]))
+    with conversions(path, 2):
+        out = ops.stack(tensors=[x], dim=-1)
+    assert_matches(out, torch.stack([x], -1))
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+@pytest.mark.parametrize("dtype", dtypes("stack"))
+def test_stack_mixed_layouts_into_strided_out(path, dtype, dim):
+    xs = [
+        make((3, 4), dtype),
+        make((4, 3), dtype).t(),
+        make((5, 6), dtype)[1:4, 2:6],
+        make((1, 4), dtype).expand(3, 4),
+        make((3, 4), dtype).as_subclass(MyT),
+        torch.nn.Parameter(make((3, 4), dtype), requires_grad=False),
+    ]
+    expected = torch.stack([plain(x) for x in xs], dim)
+    out = torch.empty(expected.shape[::-1], dtype=dtype).permute(2, 1, 0)
+    with conversions(path, len(xs) + 1):
+        assert ops.stack(xs, dim, out=out) is out
+    assert_matches(out, expected)
+
+
+def test_stack_many_tensors(path):
+    # More tensors than the call frame holds inline, and enough data that the
+    # call releases the GIL.
+    xs = [make((4096,)) for _ in range(40)]
+    with conversions(path, 41):
+        out = ops.stack(xs, 1)
+    assert_matches(out, torch.stack(xs, 1))
+
+
+def test_stack_the_same_tensor_twice(path):
+    x = make((2, 3), torch.int64)
+    with conversions(path, 3):
+        out = ops.stack([x, x], 1)
+    assert_matches(out, torch.stack([x, x], 1))
+
+
+# --- matmul ----------------------------------------------------------------------
+
+MATMUL_SHAPES = [
+    ((3, 4), (4, 5)),
+    ((1, 1), (1, 1)),
+    ((2, 3, 4), (2, 4, 5)),
+    ((3, 4), (2, 4, 5)),
+    ((2, 3, 4), (4, 5)),
+    ((1, 3, 4), (6, 4, 5)),
+    ((6, 3, 4), (1, 4, 5)),
+    ((0, 4), (4, 5)),
+    ((3, 0), (0, 5)),
+    ((2, 3, 4), (2, 4, 0)),
+    ((64, 96), (96, 80)),
+]
+
+
+def matmul_ref(a, b):
+    dtype = a.dtype
+    if dtype in (torch.float16, torch.bfloat16):
+        return torch.matmul(a.float(), b.float()).to(dtype)
+    return torch.matmul(a, b)
+
+
+@pytest.mark.parametrize("sa,sb", MATMUL_SHAPES, ids=[f"{a}@{b}" for a, b in MATMUL_SHAPES])
+@pytest.mark.parametrize("dtype", dtypes("matmul"))
+def test_matmul_shapes(path, dtype, sa, sb):
+    a, b = make(sa, dtype), make(sb, dtype)
+    expected = torch.matmul(a, b)  # shape and dtype from torch itself
+    with conversions(path, 3):
+        out = ops.matmul(a, b)
+    assert out.shape == expected.shape
+    assert_matches(out, matmul_ref(a, b), reduce=True)
+
+
+STRIDED_OPERANDS = {
+    "a_transposed": (lambda dt: make((4, 3), dt).t(), lambda dt: make((4, 5), dt)),
+    "b_transposed": (lambda dt: make((3, 4), dt), lambda dt: make((5, 4), dt).t()),
+    "both_transposed_3d": (
+        lambda dt: make((2, 4, 3), dt).transpose(1, 2),
+        lambda dt: make((2, 5, 4), dt).transpose(1, 2),
+    ),
+    "batch_last": (lambda dt: make((3, 4, 2), dt).permute(2, 0, 1), lambda dt: make((2, 4, 5), dt)),
+    "offsets": (lambda dt: make((5, 7), dt)[1:4, 2:6], lambda dt: make((2, 6, 9), dt)[:, 1:5, 3:8]),
+    "stepped": (lambda dt: make((6, 8), dt)[::2, ::2], lambda dt: make((8, 10), dt)[::2, ::2]),
+    "expanded_batch": (lambda dt: make((1, 3, 4), dt).expand(3, 3, 4), lambda dt: make((3, 4, 5), dt)),
+    "expanded_rows": (lambda dt: make((1, 4), dt).expand(3, 4), lambda dt: make((4, 1), dt).expand(4, 5)),
+    "subclass_and_parameter": (
+        lambda dt: make((3, 4), dt).as_subclass(MyT),
+        lambda dt: torch.nn.Parameter(make((4, 5), dt)),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(STRIDED_OPERANDS))
+@pytest.mark.parametrize("dtype", dtypes("matmul"))
+def test_matmul_strided_operands(path, dtype, case):
+    make_a, make_b = STRIDED_OPERANDS[case]
+    a, b = make_a(dtype), make_b(dtype)
+    with torch.no_grad():
+        expected = matmul_ref(plain(a), plain(b))
+        with conversions(path, 3):
+            out = ops.matmul(a, b)
+    assert_matches(out, expected, reduce=True)
+
+
+@pytest.mark.parametrize("dtype", dtypes("matmul"))
+def test_matmul_into_strided_out(path, dtype):
+    a, b = make((2, 3, 4), dtype), make((4, 5), dtype)
+    out = torch.empty((5, 3, 2), dtype=dtype).permute(2, 1, 0)
+    with conversions(path, 3):
+        assert ops.matmul(a, b, out=out) is out
+    assert_matches(out, matmul_ref(a, b), reduce=True)
+    out2 = torch.empty((3, 10), dtype=dtype)[:, ::2]
+    with conversions(path, 3):
+        assert ops.matmul(a[0], b, out=out2) is out2
+    assert_matches(out2, matmul_ref(a[0], b), reduce=True)
+
+
+def test_matmul_large_releases_the_gil(path):
+    a, b = make((64, 128)), make((128, 64))
+    with conversions(path, 3):
+        out = ops.matmul(a, b)
+    assert_matches(out, a @ b, reduce=True)
