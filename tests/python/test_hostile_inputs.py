@@ -1,0 +1,544 @@
+"""Hostile inputs: each must raise a Python exception of the right type with a
+message that says what is wrong, leak no shim handle and never crash. The
+whole set runs once more in a fresh interpreter, which must survive it and
+print a sentinel at the end.
+
+Run as a script (python test_hostile_inputs.py) it plays the whole set on
+every bridge path and prints the tally."""
+
+import sys
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from torchferry import bridge, ops, plugins
+from conftest import HOSTILE_TALLY, PATHS, make, no_handle_leak, run_python
+
+SENTINEL = "HOSTILE SET DONE: the process survived"
+
+
+@dataclass
+class Case:
+    name: str
+    call: Callable[[], object]
+    exc: type
+    match: tuple  # every one of these substrings is in the message
+    # When set, a result equal to this reference also counts as clean (an
+    # optional plugin, such as the ATen fallback, may serve the call).
+    or_result: Optional[Callable[[], torch.Tensor]] = None
+
+
+def x4(dtype=torch.float32):
+    return make((4,), dtype)
+
+
+def read_only_numpy():
+    a = np.zeros(4, np.float32)
+    a.flags.writeable = False
+    return a
+
+
+def fake_tensor():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        return torch.empty(4)
+
+
+class Wrapper(torch.Tensor):
+    """A wrapper subclass in the style of DTensor: no storage of its own."""
+
+    @staticmethod
+    def __new__(cls, elem):
+        return torch.Tensor._make_wrapper_subclass(cls, elem.shape, dtype=elem.dtype, device=elem.device)
+
+    def __init__(self, elem):
+        self.elem = elem
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        unwrap = lambda a: a.elem if isinstance(a, Wrapper) else a  # noqa: E731
+        return func(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in (kwargs or {}).items()})
+
+
+class DlpackRaises:
+    def __dlpack__(self, *args, **kwargs):
+        raise RuntimeError("boom from __dlpack__")
+
+
+class DlpackNotACapsule:
+    def __dlpack__(self, *args, **kwargs):
+        return 42
+
+
+class DlpackIsNone:
+    __dlpack__ = None
+
+
+def nested(layout):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.nested.nested_tensor([torch.randn(2), torch.randn(3)], layout=layout)
+
+
+def partial_overlap():
+    x = make((8,))
+    return ops.abs(x[:-1], out=x[1:])
+
+
+def overlap_other():
+    x, y = make((8,)), make((9,))
+    return ops.add(x, y[1:], out=y[:-1])
+
+
+def transposed_alias():
+    x = make((4, 4))
+    return ops.neg(x, out=x.t())
+
+
+def rms_out_overlaps_weight():
+    buf = make((3, 8))
+    return ops.rms_norm(make((3, 8)), buf[0], out=buf)
+
+
+def silu_and_mul_in_place():
+    x = make((3, 8))
+    return ops.silu_and_mul(x, out=x[:, :4])
+
+
+def stack_out_aliases_input():
+    out = make((2, 3))
+    return ops.stack([out[0], make((3,))], out=out)
+
+
+def grad_out():
+    p = torch.nn.Parameter(make((4,)))
+    return ops.abs(x4(), out=p)
+
+
+def many_dims(n):
+    return torch.ones([1] * n)
+
+
+I32, I64, F64 = torch.int32, torch.int64, torch.float64
+NAN_OUT = lambda shape, dt=torch.float32: torch.full(shape, 0, dtype=dt)  # noqa: E731
+
+CASES = [
+    # not tensors at all
+    Case("none_input", lambda: ops.abs(None), TypeError, ("abs()", "input: expected a torch.Tensor", "got NoneType")),
+    Case("int_input", lambda: ops.abs(3), TypeError, ("got int",)),
+    Case("float_input", lambda: ops.neg(2.5), TypeError, ("got float",)),
+    Case("str_input", lambda: ops.exp("tensor"), TypeError, ("got str",)),
+    Case("list_input", lambda: ops.abs([1.0, 2.0]), TypeError, ("got list",)),
+    Case("dict_input", lambda: ops.silu({}), TypeError, ("got dict",)),
+    Case("object_input", lambda: ops.abs(object()), TypeError, ("got object",)),
+    Case("none_other", lambda: ops.add(x4(), None), TypeError, ("other: expected a torch.Tensor", "NoneType")),
+    Case("int_out", lambda: ops.abs(x4(), out=3), TypeError, ("out: expected a torch.Tensor", "got int")),
+    Case("tuple_out", lambda: ops.abs(x4(), out=(x4(),)), TypeError, ("out: expected", "got tuple")),
+    Case("view_of_none", lambda: bridge.view(None), TypeError, ("expected a torch.Tensor", "NoneType")),
+    Case("noop_none", lambda: ops.noop(x4(), None), TypeError, ("noop()", "NoneType")),
+    # numpy and other DLPack producers
+    Case("numpy_read_only_out", lambda: ops.abs(x4(), out=read_only_numpy()), ValueError, ("out:", "read-only")),
+    Case(
+        "numpy_broadcast_out",
+        lambda: ops.abs(x4(), out=np.broadcast_to(np.float32(0), (4,))),
+        ValueError,
+        ("out:", "read-only"),
+    ),
+    Case(
+        "numpy_big_endian",
+        lambda: ops.abs(np.arange(4, dtype=">f4"), out=np.zeros(4, np.float32)),
+        TypeError,
+        ("__dlpack__", "byte order"),
+    ),
+    Case(
+        "numpy_complex",
+        lambda: ops.abs(np.zeros(4, np.complex64), out=np.zeros(4, np.float32)),
+        TypeError,
+        ("does not carry DLPack dtype", "code 5"),
+    ),
+    Case(
+        "numpy_without_out",
+        lambda: ops.abs(np.zeros(4, np.float32)),
+        TypeError,
+        ("missing argument 'out'", "only when input is a torch.Tensor"),
+    ),
+    Case(
+        "numpy_out_wrong_shape",
+        lambda: ops.abs(x4(), out=np.zeros(5, np.float32)),
+        ValueError,
+        ("expected out of shape [4], got [5]",),
+    ),
+    Case("dlpack_raises", lambda: ops.abs(DlpackRaises(), out=x4()), TypeError, ("__dlpack__", "boom from __dlpack__")),
+    Case("dlpack_not_capsule", lambda: ops.abs(DlpackNotACapsule(), out=x4()), TypeError, ("DLPack capsule",)),
+    Case("dlpack_is_none", lambda: ops.abs(DlpackIsNone(), out=x4()), TypeError, ("could not be exported",)),
+    # tensors torchferry cannot carry
+    Case("fake_tensor", lambda: ops.abs(fake_tensor()), TypeError, ("FakeTensor", "__torch_dispatch__")),
+    Case("fake_tensor_out", lambda: ops.abs(x4(), out=fake_tensor()), TypeError, ("out: FakeTensor",)),
+    Case("wrapper_subclass", lambda: ops.abs(Wrapper(x4())), TypeError, ("Wrapper", "__torch_dispatch__")),
+    Case("wrapper_subclass_other", lambda: ops.mul(x4(), Wrapper(x4())), TypeError, ("other: ", "Wrapper")),
+    Case("nested_jagged", lambda: ops.abs(nested(torch.jagged)), TypeError, ("NestedTensor", "__torch_dispatch__")),
+    Case("nested_strided", lambda: ops.abs(nested(torch.strided)), TypeError, ("input:", "NestedTensorImpl")),
+    Case("sparse_coo", lambda: ops.abs(make((3, 3)).to_sparse()), TypeError, ("torch.strided", "torch.sparse_coo")),
+    Case("sparse_csr", lambda: ops.abs(make((3, 3)).to_sparse_csr()), TypeError, ("torch.sparse_csr", "to_dense")),
+    Case("sparse_out", lambda: ops.abs(make((3, 3)), out=make((3, 3)).to_sparse()), TypeError, ("out:", "sparse")),
+    Case("meta_input", lambda: ops.abs(torch.empty(4, device="meta")), ValueError, ("meta tensors carry no data",)),
+    Case("meta_out", lambda: ops.abs(x4(), out=torch.empty(4, device="meta")), ValueError, ("out:", "meta")),
+    Case(
+        "meta_bound",
+        lambda: ops.clamp(x4(), torch.empty(4, device="meta")),
+        ValueError,
+        ("min:", "meta"),
+    ),
+    Case("meta_noop", lambda: ops.noop(x4(), torch.empty(1, device="meta")), ValueError, ("meta",)),
+    Case(
+        "quantized",
+        lambda: ops.abs(torch.quantize_per_tensor(make((4,)), 0.1, 0, torch.qint8)),
+        TypeError,
+        ("does not carry dtype torch.qint8",),
+    ),
+    Case("complex64", lambda: ops.abs(torch.zeros(4, dtype=torch.complex64)), TypeError, ("torch.complex64",)),
+    Case(
+        "complex_out",
+        lambda: ops.abs(x4(), out=torch.zeros(4, dtype=torch.complex64)),
+        TypeError,
+        ("out:", "torch.complex64"),
+    ),
+    Case("float8", lambda: ops.abs(torch.zeros(4, dtype=torch.float8_e4m3fn)), TypeError, ("torch.float8_e4m3fn",)),
+    Case("uint16", lambda: ops.abs(torch.zeros(4, dtype=torch.uint16)), TypeError, ("does not carry dtype torch.uint16",)),
+    Case("uint32", lambda: ops.neg(torch.zeros(4, dtype=torch.uint32)), TypeError, ("torch.uint32",)),
+    Case("uint64", lambda: ops.add(torch.zeros(4, dtype=torch.uint64), x4()), TypeError, ("torch.uint64",)),
+    Case("cast_to_uint16", lambda: ops.cast(x4(), out=torch.zeros(4, dtype=torch.uint16)), TypeError, ("uint16",)),
+    # mismatches
+    Case("add_dtypes", lambda: ops.add(x4(), x4(F64)), TypeError, ("expected other to have dtype float32", "float64")),
+    Case("mul_int_float", lambda: ops.mul(x4(I32), x4()), TypeError, ("dtype int32", "got float32")),
+    Case("clamp_bound_dtype", lambda: ops.clamp(x4(), x4(F64)), TypeError, ("expected min to have dtype float32",)),
+    Case("matmul_dtypes", lambda: ops.matmul(make((2, 2)), make((2, 2), F64)), TypeError, ("other", "float64")),
+    Case("stack_dtypes", lambda: ops.stack([x4(), x4(I64)]), TypeError, ("tensors[1]", "int64")),
+    Case("rms_weight_dtype", lambda: ops.rms_norm(make((2, 4)), x4(F64)), TypeError, ("weight", "float64")),
+    Case("add_no_broadcast", lambda: ops.add(x4(), make((5,))), ValueError, ("do not broadcast", "[4] and [5]")),
+    Case("mul_no_broadcast", lambda: ops.mul(make((2, 3)), make((3, 2))), ValueError, ("do not broadcast",)),
+    Case("clamp_no_broadcast", lambda: ops.clamp(x4(), max=make((3,))), ValueError, ("do not broadcast",)),
+    Case("stack_shapes", lambda: ops.stack([make((2, 3)), make((3, 2))]), ValueError, ("tensors[1] of shape [2, 3]",)),
+    Case("rms_weight_size", lambda: ops.rms_norm(make((3, 8)), x4()), ValueError, ("expected weight of shape [8]",)),
+    Case("rms_weight_2d", lambda: ops.rms_norm(make((3, 8)), make((1, 8))), ValueError, ("weight of shape [8]",)),
+    Case("out_shape", lambda: ops.abs(x4(), out=make((5,))), ValueError, ("expected out of shape [4], got [5]",)),
+    Case("out_rank", lambda: ops.add(x4(), x4(), out=make((1, 4))), ValueError, ("expected out of shape [4]",)),
+    Case(
+        "out_broadcast_shape",
+        lambda: ops.add(make((3, 1)), x4(), out=make((3, 1))),
+        ValueError,
+        ("out of shape [3, 4]",),
+    ),
+    Case("out_dtype", lambda: ops.abs(x4(), out=x4(F64)), TypeError, ("expected out to have dtype float32", "float64")),
+    Case("out_dtype_int", lambda: ops.matmul(make((2, 2)), make((2, 2)), out=make((2, 2), I32)), TypeError, ("int32",)),
+    # outs that cannot hold the result
+    Case("out_expanded", lambda: ops.abs(x4(), out=make((1,)).expand(4)), ValueError, ("stride 0", "expanded")),
+    Case(
+        "out_expanded_inner",
+        lambda: ops.add(make((2, 3)), make((2, 3)), out=make((2, 1)).expand(2, 3)),
+        ValueError,
+        ("stride 0 on dim 1",),
+    ),
+    Case("out_overlaps_partially", partial_overlap, ValueError, ("overlaps input", "exactly the same view")),
+    Case("out_overlaps_other", overlap_other, ValueError, ("overlaps other",)),
+    Case("out_transposed_alias", transposed_alias, ValueError, ("overlaps input",)),
+    Case(
+        "softmax_in_place",
+        lambda: (lambda x: ops.softmax(x, out=x))(make((3, 4))),
+        ValueError,
+        ("softmax()", "does not work in place"),
+    ),
+    Case(
+        "matmul_in_place",
+        lambda: (lambda a: ops.matmul(a, make((4, 4)), out=a))(make((4, 4))),
+        ValueError,
+        ("matmul()", "does not work in place"),
+    ),
+    Case(
+        "matmul_out_is_other",
+        lambda: (lambda b: ops.matmul(make((4, 4)), b, out=b))(make((4, 4))),
+        ValueError,
+        ("overlaps other",),
+    ),
+    Case("stack_out_aliases_input", stack_out_aliases_input, ValueError, ("stack()", "overlaps an input")),
+    Case(
+        "rms_norm_in_place",
+        lambda: (lambda x: ops.rms_norm(x, make((8,)), out=x))(make((3, 8))),
+        ValueError,
+        ("rms_norm()", "does not work in place"),
+    ),
+    Case("rms_norm_out_is_weight", rms_out_overlaps_weight, ValueError, ("overlaps weight",)),
+    Case("silu_and_mul_in_place", silu_and_mul_in_place, ValueError, ("silu_and_mul()", "in place")),
+    Case(
+        "cast_in_place",
+        lambda: (lambda x: ops.cast(x, out=x.view(torch.int32)))(x4()),
+        ValueError,
+        ("cast()", "does not work in place"),
+    ),
+    # arguments
+    Case("too_many_positional", lambda: ops.abs(x4(), x4()), TypeError, ("abs() takes at most 1 positional", "2 given")),
+    Case("too_many_for_add", lambda: ops.add(x4(), x4(), 1, 2), TypeError, ("add() takes at most 3",)),
+    Case("too_few", lambda: ops.add(x4()), TypeError, ("add() missing required argument 'other' (pos 2)",)),
+    Case("no_arguments", lambda: ops.abs(), TypeError, ("missing required argument 'input'",)),
+    Case("unknown_keyword", lambda: ops.abs(x4(), foo=1), TypeError, ("unexpected keyword argument 'foo'",)),
+    Case("keyword_on_stack", lambda: ops.stack([x4()], axis=0), TypeError, ("unexpected keyword argument 'axis'",)),
+    Case("duplicate_keyword", lambda: ops.add(x4(), x4(), other=x4()), TypeError, ("multiple values", "'other'")),
+    Case("duplicate_input", lambda: ops.abs(x4(), input=x4()), TypeError, ("multiple values for argument 'input'",)),
+    Case("noop_keyword", lambda: ops.noop(x=x4()), TypeError, ("noop() takes no keyword arguments",)),
+    Case("softmax_dim_high", lambda: ops.softmax(make((3, 4)), 2), IndexError, ("[-2, 1], but got 2",)),
+    Case("softmax_dim_low", lambda: ops.softmax(make((3, 4)), dim=-3), IndexError, ("dimension out of range",)),
+    Case("softmax_0dim_dim", lambda: ops.softmax(torch.tensor(1.0), 1), IndexError, ("[-1, 0], but got 1",)),
+    Case("stack_dim_high", lambda: ops.stack([make((2, 3))], 3), IndexError, ("[-3, 2], but got 3",)),
+    Case("stack_dim_low", lambda: ops.stack([make((2, 3))], -4), IndexError, ("dimension out of range",)),
+    Case("dim_float", lambda: ops.softmax(x4(), 0.0), TypeError, ("expected dim to be an int, got float",)),
+    Case("dim_str", lambda: ops.stack([x4()], "0"), TypeError, ("expected dim to be an int, got str",)),
+    Case("dim_none", lambda: ops.softmax(x4(), None), TypeError, ("dim", "NoneType")),
+    Case("dim_huge", lambda: ops.softmax(x4(), 2**70), OverflowError, ("int",)),
+    Case("alpha_float_for_int", lambda: ops.add(x4(I32), x4(I32), 1.5), TypeError, ("alpha is a float", "int32")),
+    Case("alpha_str", lambda: ops.add(x4(), x4(), alpha="2"), TypeError, ("expected alpha to be a number, got str",)),
+    Case("alpha_none", lambda: ops.add(x4(), x4(), alpha=None), TypeError, ("alpha", "NoneType")),
+    Case("alpha_overflow", lambda: ops.add(x4(I64), x4(I64), alpha=2**64), OverflowError, ("alpha", "int64")),
+    Case("alpha_tensor", lambda: ops.add(x4(), x4(), alpha=x4()), TypeError, ("alpha", "Tensor")),
+    Case("clamp_both_none", lambda: ops.clamp(x4(), None, None), ValueError, ("at least one of 'min' or 'max'",)),
+    Case("clamp_no_bounds", lambda: ops.clamp(x4()), ValueError, ("at least one of 'min' or 'max'",)),
+    Case("clamp_float_for_int", lambda: ops.clamp(x4(I32), min=0.5), TypeError, ("min is a float", "int32")),
+    Case("clamp_str_bound", lambda: ops.clamp(x4(), max="1"), TypeError, ("max: expected a torch.Tensor", "str")),
+    Case("stack_empty_list", lambda: ops.stack([]), ValueError, ("non-empty",)),
+    Case("stack_empty_tuple", lambda: ops.stack(()), ValueError, ("non-empty",)),
+    Case("stack_a_tensor", lambda: ops.stack(make((2, 3))), TypeError, ("list or tuple", "got Tensor")),
+    Case("stack_generator", lambda: ops.stack(t for t in [x4()]), TypeError, ("list or tuple", "generator")),
+    Case("stack_none_item", lambda: ops.stack([x4(), None]), TypeError, ("tensors[1]: expected a torch.Tensor",)),
+    Case("silu_and_mul_odd", lambda: ops.silu_and_mul(make((2, 5))), ValueError, ("even last dim", "[2, 5]")),
+    Case("silu_and_mul_0dim", lambda: ops.silu_and_mul(torch.tensor(1.0)), ValueError, ("at least one dim",)),
+    Case("rms_norm_0dim", lambda: ops.rms_norm(torch.tensor(1.0), x4()), ValueError, ("at least one dim",)),
+    Case("rms_norm_eps_str", lambda: ops.rms_norm(make((2, 4)), x4(), "1e-6"), TypeError, ("eps to be a float", "str")),
+    Case("matmul_k", lambda: ops.matmul(make((2, 3)), make((4, 5))), ValueError, ("[2, 3] and [4, 5] cannot be multiplied",)),
+    Case("matmul_batch", lambda: ops.matmul(make((2, 3, 4)), make((3, 4, 5))), ValueError, ("cannot be multiplied",)),
+    Case("matmul_1d", lambda: ops.matmul(x4(), x4()), ValueError, ("expected 2-D or 3-D operands",)),
+    Case("matmul_4d", lambda: ops.matmul(make((1, 2, 3, 4)), make((1, 2, 4, 5))), ValueError, ("2-D or 3-D",)),
+    Case("matmul_0d", lambda: ops.matmul(torch.tensor(1.0), make((2, 2))), ValueError, ("2-D or 3-D",)),
+    Case("add_17_dims", lambda: ops.add(many_dims(17), many_dims(17)), ValueError, ("up to 16 dims",)),
+    Case("stack_16_dims", lambda: ops.stack([many_dims(16)]), ValueError, ("too many dims",)),
+    # autograd, dtypes without kernels, streams
+    Case(
+        "requires_grad",
+        lambda: ops.abs(make((4,)).requires_grad_()),
+        RuntimeError,
+        ("abs()", "automatic differentiation", "torch.no_grad()"),
+    ),
+    Case(
+        "requires_grad_other",
+        lambda: ops.mul(x4(), torch.nn.Parameter(x4())),
+        RuntimeError,
+        ("automatic differentiation",),
+    ),
+    Case("requires_grad_out", grad_out, RuntimeError, ("automatic differentiation",)),
+    Case("exp_int", lambda: ops.exp(x4(I32)), TypeError, ("exp()", "expected a floating-point input", "int32")),
+    Case("silu_bool", lambda: ops.silu(x4(torch.bool)), TypeError, ("floating-point", "bool")),
+    Case("softmax_int", lambda: ops.softmax(x4(I64)), TypeError, ("floating-point", "int64")),
+    Case("matmul_int", lambda: ops.matmul(make((2, 2), I32), make((2, 2), I32)), TypeError, ("floating-point",)),
+    Case("rms_norm_int", lambda: ops.rms_norm(make((2, 4), I32), x4(I32)), TypeError, ("floating-point",)),
+    Case("silu_and_mul_int", lambda: ops.silu_and_mul(make((2, 4), I64)), TypeError, ("floating-point",)),
+    Case("cast_without_out", lambda: ops.cast(x4()), TypeError, ("cast() missing required argument 'out'",)),
+    Case("cast_out_none", lambda: ops.cast(x4(), out=None), TypeError, ("missing required argument 'out'",)),
+    Case("stream_on_cpu", lambda: ops.abs(x4(), stream=1), ValueError, ("stream= applies to CUDA tensors only",)),
+    Case("stream_object_on_cpu", lambda: ops.matmul(make((2, 2)), make((2, 2)), stream=object()), ValueError, ("cpu",)),
+    Case(
+        "abs_int8_no_kernel",
+        lambda: ops.abs(torch.tensor([-3, 0, 5], dtype=torch.int8)),
+        NotImplementedError,
+        ("abs(): no loaded plugin has a kernel for int8 on cpu", "torchferry info"),
+        or_result=lambda: torch.abs(torch.tensor([-3, 0, 5], dtype=torch.int8)),
+    ),
+    Case(
+        "neg_uint8_no_kernel",
+        lambda: ops.neg(torch.tensor([1, 2, 250], dtype=torch.uint8)),
+        NotImplementedError,
+        ("no loaded plugin has a kernel for uint8",),
+        or_result=lambda: torch.neg(torch.tensor([1, 2, 250], dtype=torch.uint8)),
+    ),
+    Case(
+        "mul_bool_no_kernel",
+        lambda: ops.mul(torch.tensor([True, False]), torch.tensor([True, True])),
+        NotImplementedError,
+        ("kernel for bool",),
+        or_result=lambda: torch.mul(torch.tensor([True, False]), torch.tensor([True, True])),
+    ),
+    # the Python API around the ops
+    Case("set_path_bogus", lambda: bridge.set_path("bogus"), ValueError, ("unknown bridge path 'bogus'",)),
+    Case("kernel_for_unknown_op", lambda: plugins.kernel_for("nope", "cpu", "float32"), ValueError, ("unknown op 'nope'",)),
+    Case("kernel_for_unknown_dtype", lambda: plugins.kernel_for("abs", "cpu", "complex64"), ValueError, ("complex64",)),
+    Case("set_option_no_plugin", lambda: plugins.set_option("nope", "k", "v"), ValueError, ("no plugin named 'nope'",)),
+]
+
+
+def check(case):
+    """None when `case` behaved; otherwise what happened instead."""
+    try:
+        result = case.call()
+    except case.exc as e:
+        missing = [m for m in case.match if m not in str(e)]
+        if missing:
+            return f"{type(e).__name__} without {missing}: {str(e)[:300]}"
+        return None
+    except BaseException as e:  # noqa: BLE001 - anything else is the finding
+        return f"expected {case.exc.__name__}, got {type(e).__name__}: {str(e)[:300]}"
+    if case.or_result is not None:
+        expected = case.or_result()
+        if isinstance(result, torch.Tensor) and torch.equal(result, expected):
+            return None
+        return f"returned {result!r}, torch gives {expected!r}"
+    return f"no exception; returned {type(result).__name__}"
+
+
+def test_there_are_enough_distinct_cases():
+    names = [c.name for c in CASES]
+    assert len(names) == len(set(names))
+    assert len(CASES) >= 60
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_hostile_input_is_rejected_cleanly(path, case):
+    HOSTILE_TALLY["tried"] += 1
+    with no_handle_leak():
+        problem = check(case)
+    assert problem is None, problem
+    HOSTILE_TALLY["clean"] += 1
+
+
+def main():
+    """Plays every case on every path in this process, then proves the process
+    still computes; prints the tally and the sentinel."""
+    tried = clean = 0
+    for p in PATHS:
+        bridge.set_path(p)
+        for case in CASES:
+            tried += 1
+            problem = check(case)
+            if problem is None:
+                clean += 1
+            else:
+                print(f"NOT CLEAN [{p}] {case.name}: {problem}", flush=True)
+    counts = bridge.path_counts()
+    x = torch.randn(1000)
+    assert torch.allclose(ops.silu(x), F.silu(x))
+    assert counts["shim_handles_created"] == counts["shim_handles_deleted"], counts
+    print(f"hostile inputs: {tried} tried, {clean} rejected cleanly", flush=True)
+    print(SENTINEL, flush=True)
+    return 0 if tried == clean else 1
+
+
+@pytest.mark.subprocess
+def test_whole_set_in_a_fresh_process_survives():
+    r = run_python("import sys, test_hostile_inputs as h; sys.exit(h.main())", timeout=300)
+    lines = r.stdout.strip().splitlines()
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert lines[-1] == SENTINEL
+    n = len(CASES) * len(PATHS)
+    assert lines[-2] == f"hostile inputs: {n} tried, {n} rejected cleanly"
+    print(lines[-2])
+
+
+# --- cases that crash or mislead today: each in its own process ----------------------
+
+CRASHERS = {
+    # torch._to_functional_tensor gives a plain torch.Tensor whose data pointer
+    # is NULL (FunctionalTensorWrapper has no storage).
+    "functional_input": "ops.abs(torch._to_functional_tensor(torch.randn(3)))",
+    "functional_out": "ops.abs(torch.randn(3), out=torch._to_functional_tensor(torch.randn(3)))",
+    # ZeroTensor: numel 3, no memory at all.
+    "zerotensor_input": "ops.neg(torch._efficientzerotensor(3))",
+    "zerotensor_out": "ops.neg(torch.randn(3), out=torch._efficientzerotensor(3))",
+}
+
+
+@pytest.mark.subprocess
+@pytest.mark.xfail(
+    strict=True,
+    reason="core bug: a tensor whose data pointer is NULL while it has elements "
+    "(functional tensor, ZeroTensor) reaches the kernel and segfaults the process",
+)
+@pytest.mark.parametrize("name", list(CRASHERS))
+def test_storageless_tensor_is_refused_without_a_crash(name):
+    r = run_python(
+        f"""
+        import torch, torchferry
+        from torchferry import ops
+        try:
+            {CRASHERS[name]}
+        except (TypeError, ValueError, NotImplementedError) as e:
+            print("REFUSED:", type(e).__name__, e)
+        print("{SENTINEL}")
+        """
+    )
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
+    assert SENTINEL in r.stdout and "REFUSED:" in r.stdout, r.stdout
+
+
+@pytest.mark.subprocess
+@pytest.mark.xfail(
+    strict=True,
+    reason="core bug: stack() walks the list's item array while bridging, and an "
+    "item's __dlpack__ may run Python that empties the list; later items are then "
+    "read from freed memory",
+)
+def test_stack_survives_a_list_mutated_while_bridging():
+    r = run_python(
+        f"""
+        import gc, numpy as np, torch, torchferry
+        from torchferry import ops
+        items = []
+
+        class Mutator:
+            def __dlpack__(self, *args, **kwargs):
+                items.clear()
+                gc.collect()
+                junk = [bytearray(64) for _ in range(1000)]
+                return np.zeros(3, np.float32).__dlpack__(*args, **kwargs)
+
+        items.extend([torch.ones(3), Mutator()] + [torch.full((3,), float(i)) for i in range(30)])
+        expected = torch.stack([torch.ones(3), torch.zeros(3)] + [torch.full((3,), float(i)) for i in range(30)])
+        try:
+            out = ops.stack(items)
+        except (TypeError, ValueError, RuntimeError) as e:
+            assert "bytearray" not in str(e), e
+            print("REFUSED:", e)
+        else:
+            assert torch.equal(out, expected), out
+        print("{SENTINEL}")
+        """
+    )
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stdout[-2000:]} {r.stderr[-2000:]}"
+    assert SENTINEL in r.stdout
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="core bug: bridge.set_path(None) raises TypeError('bad argument type "
+    "for built-in operation'), which names neither the argument nor what it expects",
+)
+def test_set_path_with_a_non_string_says_what_it_expects():
+    with pytest.raises(TypeError, match="str"):
+        bridge.set_path(None)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="core bug: a strided nested tensor is refused with torch's whole C++ "
+    "backtrace ('frame #0: c10::Error::Error ...') in the message",
+)
+def test_nested_tensor_message_has_no_cpp_backtrace():
+    with pytest.raises(TypeError) as e:
+        ops.abs(nested(torch.strided))
+    assert "frame #" not in str(e.value) and "nested" in str(e.value).lower()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
