@@ -1,0 +1,79 @@
+"""The PNG bar chart of sections 1 to 4 (matplotlib, no display needed)."""
+
+import textwrap
+
+
+def _bars(ax, labels, values, title, xlabel, lines=(), colors=None):
+    ys = list(range(len(labels)))
+    ax.barh(ys, values, color=colors or "#4C72B0")
+    ax.set_yticks(ys)
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.invert_yaxis()
+    if values and min(values) > 0:
+        from matplotlib.ticker import FuncFormatter, NullFormatter
+
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.6g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    styles = ["--", ":", "-."]
+    for i, (x, text) in enumerate(lines):
+        ax.axvline(x, color="#C44E52", linestyle=styles[i % len(styles)], linewidth=1, label=text)
+    if lines:
+        ax.legend(fontsize=7, loc="best", framealpha=0.9)
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel(xlabel, fontsize=8)
+    for y, v in zip(ys, values):
+        ax.text(v, y, f" {v:,.3g}", va="center", fontsize=6)
+
+
+def _ok_rows(section, with_label=True):
+    labels, values = [], []
+    for case in section.cases:
+        prefix = ", ".join(str(v) for k, v in case.label.items() if k != "shape") if with_label else ""
+        for name, r in case.results.items():
+            if r.ok and not name.startswith("("):
+                labels.append(f"{prefix}: {name}" if prefix else name)
+                values.append(r.median_ns)
+    return labels, values
+
+
+def write(path, sections, subtitle):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by_number = {s.number: s for s in sections if not s.skipped and s.cases}
+    panels = [n for n in (1, 2, 3, 4) if n in by_number]
+    if not panels:
+        return False
+    heights = []
+    for n in panels:
+        rows = len(by_number[n].cases) if n == 4 else len(_ok_rows(by_number[n])[0])
+        heights.append(max(2.0, 0.18 * rows + 1.0))
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, sum(heights)), gridspec_kw={"height_ratios": heights})
+    if len(panels) == 1:
+        axes = [axes]
+    for ax, n in zip(axes, panels):
+        s = by_number[n]
+        if n == 4:
+            labels, values, colors = [], [], []
+            for case in s.cases:
+                r = case.ratio("torchferry")
+                if r is not None:
+                    labels.append(f"{case.label['op']} {case.label['dtype']} {case.label['shape']}")
+                    values.append(r)
+                    goal = 1.05 if case.extra.get("large") else 0.5
+                    colors.append("#55A868" if r <= goal else "#DD8452")
+            _bars(ax, labels, values, f"{n}. {s.title}: torchferry time / torch eager time (green: target met)",
+                  "ratio (log; lower is better)", lines=[(0.5, "0.5× (small-shape target)"), (1.0, "torch eager")],
+                  colors=colors)
+        else:
+            labels, values = _ok_rows(s, with_label=n != 2)
+            lines = [(15, "offset 15 ns"), (80, "shim 80 ns")] if n == 1 else []
+            _bars(ax, labels, values, f"{n}. {s.title}", "ns per call (log)", lines=lines)
+    fig.suptitle(textwrap.fill(subtitle, 130), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
