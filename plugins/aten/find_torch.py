@@ -1,14 +1,30 @@
 """Finds the torch of the Python that runs this script, without importing it.
 
 Importing torch takes seconds and loads every backend library; the build only
-needs to know where the wheel lies and how its C++ was compiled. Prints two
-lines, `root=<torch package folder>` and `cxx11_abi=<0|1>`; exits 1 with the
-reason on stderr when torch is not installed or its layout is not a wheel's.
+needs to know where the wheel lies and how its C++ is to be compiled. Prints
+`root=<torch package folder>`, `cxx11_abi=<0|1>` and `cxx_std=<17|20|...>`,
+one a line; exits 1 with the reason on stderr when torch is not installed or
+its layout is not a wheel's.
 """
 
 import importlib.util
 import pathlib
+import re
 import sys
+
+
+def cxx_standard(root: pathlib.Path) -> int:
+    """The C++ standard torch asks of code that includes its headers.
+
+    TorchConfig.cmake sets it on the torch target (20 since torch 2.13, whose
+    2.14 headers no longer compile as C++17); 17 before it said anything.
+    """
+    config = root / "share" / "cmake" / "Torch" / "TorchConfig.cmake"
+    if config.exists():
+        found = re.search(r"CXX_STANDARD\s+(\d+)", config.read_text())
+        if found:
+            return int(found.group(1))
+    return 17
 
 
 def main() -> int:
@@ -35,6 +51,7 @@ def main() -> int:
     cxx11_abi = int(b"NSt7__cxx1112basic_string" in (root / "lib" / "libc10.so").read_bytes())
     print(f"root={root}")
     print(f"cxx11_abi={cxx11_abi}")
+    print(f"cxx_std={cxx_standard(root)}")
     return 0
 
 

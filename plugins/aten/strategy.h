@@ -18,8 +18,11 @@ enum class Strategy {
   kPool,
 };
 
-// Measured by tests/aten/strategy_benchmark.cc: reusing the caller's tensor
-// costs nothing per tensor, and the pool covers views without one.
+// Measured by tests/aten/strategy_benchmark.cc (torch 2.13 CPU, a loaded
+// 2-core machine): binding one tensor costs about 130 ns with from_blob,
+// 40 ns with the pool and 33 ns with the source; abs on an [8, 64] float32
+// tensor takes about 1.3 us with from_blob and 0.5 us with either of the
+// others. The source wins where the host gives one; the pool covers the rest.
 inline constexpr Strategy kDefaultStrategy = Strategy::kSource;
 inline constexpr char kStrategyEnvVar[] = "TORCHFERRY_ATEN_STRATEGY";
 inline constexpr char kStrategyChoices[] = "from_blob, source or pool";

@@ -79,11 +79,13 @@ tf_dtype DtypeOf(c10::ScalarType type) {
                            c10::toString(type));
 }
 
-const KernelEntry& CpuKernel(const std::string& op, c10::ScalarType dtype) {
+const KernelEntry& Kernel(const std::string& op, int32_t device_type,
+                          c10::ScalarType dtype) {
   AtenPlugin();
   const KernelEntry* kernel =
-      SharedRegistry().Find(op, TF_DEVICE_CPU, DtypeOf(dtype));
-  INFO("op " << op << ", dtype " << c10::toString(dtype));
+      SharedRegistry().Find(op, device_type, DtypeOf(dtype));
+  INFO("op " << op << ", device type " << device_type << ", dtype "
+             << c10::toString(dtype));
   REQUIRE(kernel != nullptr);
   REQUIRE(kernel->plugin->name == "aten");
   return *kernel;
@@ -213,7 +215,7 @@ CallBuilder& CallBuilder::Output(const at::Tensor& t) {
   return *this;
 }
 
-tf_status CallBuilder::Run(const KernelEntry& kernel) {
+tf_status CallBuilder::Run(const KernelEntry& kernel, void* stream) {
   tf_call call{};
   call.struct_size = sizeof(tf_call);
   call.inputs = inputs_.data();
@@ -222,7 +224,7 @@ tf_status CallBuilder::Run(const KernelEntry& kernel) {
   call.num_attrs = static_cast<int32_t>(attrs_.size());
   call.outputs = outputs_.data();
   call.num_outputs = static_cast<int32_t>(outputs_.size());
-  call.stream = nullptr;
+  call.stream = stream;
   call.kernel_data = kernel.kernel_data;
   call.host = HostApi();
   ErrorSink sink;

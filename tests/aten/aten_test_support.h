@@ -22,8 +22,14 @@ inline const char* const kStrategies[] = {"from_blob", "source", "pool"};
 // The plugin under test, loaded once through torchferry::Registry with the
 // host's torch version set to the one the tests were built against.
 const Plugin& AtenPlugin();
-// The CPU kernel of the plugin for (op, dtype); fails the test if missing.
-const KernelEntry& CpuKernel(const std::string& op, c10::ScalarType dtype);
+// The plugin's kernel for (op, device type, dtype); fails the test if
+// missing.
+const KernelEntry& Kernel(const std::string& op, int32_t device_type,
+                          c10::ScalarType dtype);
+inline const KernelEntry& CpuKernel(const std::string& op,
+                                    c10::ScalarType dtype) {
+  return Kernel(op, TF_DEVICE_CPU, dtype);
+}
 // The dtypes the plugin registers for `op` on the CPU.
 std::vector<c10::ScalarType> CpuDtypesOf(const std::string& op);
 // The plugin's own state for a kernel (its wrapper pools), read in place.
@@ -69,7 +75,7 @@ class CallBuilder {
   CallBuilder& Output(const at::Tensor& t);
 
   // Calls the kernel with a fresh error sink; the message is kept.
-  tf_status Run(const KernelEntry& kernel);
+  tf_status Run(const KernelEntry& kernel, void* stream = nullptr);
   const std::string& message() const { return message_; }
 
  private:
