@@ -1,0 +1,155 @@
+// matmul against a double reference: batched, with transposed and gapped
+// operands, a batch broadcast by stride 0, sizes around the kernel's row
+// block and column chunk, and empty or k = 0 products.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cpu_plugin.h"
+#include "dtype_reference.h"
+#include "expect.h"
+#include "test_tensor.h"
+
+using namespace torchferry::cpu_test;
+
+namespace {
+
+struct Dims {
+  int64_t batch, m, k, n;
+};
+
+std::string DimsText(const Dims& s) {
+  return "B" + std::to_string(s.batch) + " m" + std::to_string(s.m) + " k" +
+         std::to_string(s.k) + " n" + std::to_string(s.n);
+}
+
+// A [B, rows, cols] operand laid out as asked; `shared` makes it one matrix
+// seen by every batch (stride 0), as the host passes a 2-D operand beside a
+// 3-D one.
+TestTensor Operand(tf_dtype d, int64_t batch, int64_t rows, int64_t cols,
+                   Layout layout, bool shared) {
+  if (!shared) return TestTensor::WithLayout(d, {batch, rows, cols}, layout);
+  TestTensor one = TestTensor::WithLayout(d, {rows, cols}, layout);
+  std::vector<int64_t> strides = {0, one.strides()[0], one.strides()[1]};
+  return TestTensor(d, {batch, rows, cols}, strides, 0);
+}
+
+// Element (b, i, j) of a [B, rows, cols] tensor.
+double At(const TestTensor& t, int64_t b, int64_t i, int64_t j) {
+  return t.Get((b * t.shape()[1] + i) * t.shape()[2] + j);
+}
+
+void CheckMatmul(tf_dtype d, const Dims& s, Layout a_layout, Layout b_layout,
+                 Layout out_layout, bool a_shared, bool b_shared,
+                 uint32_t seed) {
+  INFO(Describe("matmul", d,
+                DimsText(s) + " a " + LayoutName(a_layout) +
+                    (a_shared ? " shared" : "") + ", b " +
+                    LayoutName(b_layout) + (b_shared ? " shared" : "") +
+                    ", out " + LayoutName(out_layout)));
+  TestTensor a = Operand(d, s.batch, s.m, s.k, a_layout, a_shared);
+  TestTensor b = Operand(d, s.batch, s.k, s.n, b_layout, b_shared);
+  TestTensor out = TestTensor::WithLayout(d, {s.batch, s.m, s.n}, out_layout);
+  FillRandom(a, -2, 2, seed);
+  FillRandom(b, -2, 2, seed + 1);
+  const CallResult r =
+      CallBuilder().Input(a).Input(b).Output(out).Run("matmul", d);
+  INFO(r.message);
+  REQUIRE(r.status == TF_OK);
+
+  // Tolerance: k roundings of the accumulator relative to the sum of the
+  // terms' magnitudes, plus one rounding of the result to the dtype.
+  std::vector<double> want, bounds;
+  const double acc_eps = AccumulateEpsilon(d);
+  const double out_eps = StorageEpsilon(d);
+  for (int64_t bi = 0; bi < s.batch; ++bi) {
+    for (int64_t i = 0; i < s.m; ++i) {
+      for (int64_t j = 0; j < s.n; ++j) {
+        double sum = 0, magnitude = 0;
+        for (int64_t p = 0; p < s.k; ++p) {
+          const double term = At(a, bi, i, p) * At(b, bi, p, j);
+          sum += term;
+          magnitude += std::fabs(term);
+        }
+        want.push_back(sum);
+        bounds.push_back(
+            2 * (s.k * acc_eps * magnitude + out_eps * std::fabs(sum)));
+      }
+    }
+  }
+  // The bounds are absolute: a relative tolerance of 1 over them.
+  ExpectValues(out, want, {1.0, 0.0}, bounds);
+}
+
+}  // namespace
+
+TEST_CASE("matmul matches the reference on every layout", "[matmul]") {
+  const std::vector<Dims> sizes = {
+      {1, 1, 1, 1},   {2, 5, 7, 3},   {1, 4, 16, 8},
+      {3, 9, 33, 17}, {1, 6, 5, 300},  // n spans two column chunks
+  };
+  const std::vector<std::vector<Layout>> layouts = {
+      {Layout::kContiguous, Layout::kContiguous, Layout::kContiguous},
+      {Layout::kReversed, Layout::kContiguous, Layout::kContiguous},
+      {Layout::kContiguous, Layout::kReversed, Layout::kContiguous},
+      {Layout::kGapped, Layout::kGapped, Layout::kReversed},
+  };
+  uint32_t seed = 4000;
+  for (tf_dtype d : kFloatDtypes) {
+    for (const Dims& s : sizes) {
+      for (const auto& l : layouts) {
+        CheckMatmul(d, s, l[0], l[1], l[2], false, false, seed);
+        seed += 2;
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul repeats a shared operand across the batch", "[matmul]") {
+  uint32_t seed = 5000;
+  for (tf_dtype d : kFloatDtypes) {
+    const Dims s = {3, 5, 6, 7};
+    CheckMatmul(d, s, Layout::kContiguous, Layout::kContiguous,
+                Layout::kContiguous, true, false, seed++);
+    CheckMatmul(d, s, Layout::kReversed, Layout::kContiguous,
+                Layout::kContiguous, false, true, seed++);
+    CheckMatmul(d, s, Layout::kContiguous, Layout::kGapped, Layout::kContiguous,
+                true, true, seed++);
+  }
+}
+
+TEST_CASE("matmul handles empty products", "[matmul]") {
+  for (tf_dtype d : kFloatDtypes) {
+    // k = 0: every output element is an empty sum, 0.
+    CheckMatmul(d, {2, 3, 0, 4}, Layout::kContiguous, Layout::kContiguous,
+                Layout::kGapped, false, false, 1);
+    // Nothing to compute at all.
+    CheckMatmul(d, {2, 0, 3, 4}, Layout::kContiguous, Layout::kContiguous,
+                Layout::kContiguous, false, false, 2);
+    CheckMatmul(d, {0, 2, 3, 4}, Layout::kContiguous, Layout::kContiguous,
+                Layout::kContiguous, false, false, 3);
+    CheckMatmul(d, {1, 2, 3, 0}, Layout::kContiguous, Layout::kContiguous,
+                Layout::kContiguous, false, false, 4);
+  }
+}
+
+TEST_CASE("matmul accumulates 16-bit inputs in float32", "[matmul]") {
+  // 1 + 4096 * 2^-12: in float16 or bfloat16 arithmetic each small term
+  // would vanish against the running sum (below half an ulp of 1); in a
+  // float32 accumulator they add up to 2.
+  for (tf_dtype d : {kF16, kBF16}) {
+    INFO(DtypeName(d));
+    const int64_t k = 4097;
+    TestTensor a = TestTensor::Contiguous(d, {1, 1, k});
+    TestTensor b = TestTensor::Contiguous(d, {1, k, 1});
+    a.Fill([](int64_t) { return 1.0; });
+    b.Fill([](int64_t p) { return p == 0 ? 1.0 : std::ldexp(1.0, -12); });
+    TestTensor out = TestTensor::Contiguous(d, {1, 1, 1});
+    REQUIRE(
+        CallBuilder().Input(a).Input(b).Output(out).Run("matmul", d).status ==
+        TF_OK);
+    CHECK(out.Get(0) == 2.0);
+  }
+}

@@ -1,0 +1,175 @@
+// The cpu plugin as the loader sees it: its descriptor, exactly which
+// kernels it offers (and which it leaves to the ATen fallback), how it
+// answers a host of another ABI major, noop, the rank limit of its strided
+// path, and calls from several threads at once.
+#include <dlfcn.h>
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cpu_plugin.h"
+#include "dtype_reference.h"
+#include "expect.h"
+#include "test_tensor.h"
+
+using namespace torchferry::cpu_test;
+
+namespace {
+
+std::string Key(const std::string& op, tf_dtype d) {
+  return op + "/" + DtypeName(d);
+}
+
+// abi/ABI.md's v1 ops, with the dtypes this plugin promises for each.
+std::set<std::string> ExpectedKernels() {
+  std::set<std::string> keys;
+  auto add = [&](const std::vector<std::string>& ops,
+                 const std::vector<tf_dtype>& dtypes) {
+    for (const std::string& op : ops) {
+      for (tf_dtype d : dtypes) keys.insert(Key(op, d));
+    }
+  };
+  add({"abs", "neg", "add", "mul", "clamp"}, kArithmeticDtypes);
+  add({"exp", "silu", "silu_and_mul", "rms_norm", "softmax", "matmul"},
+      kFloatDtypes);
+  add({"stack", "cast", "noop"}, kAllDtypes);
+  return keys;
+}
+
+}  // namespace
+
+TEST_CASE("the descriptor names a native cpu plugin of ABI 1", "[plugin]") {
+  const torchferry::Plugin& plugin = CpuPlugin();
+  CHECK(plugin.name == "cpu");
+  CHECK(plugin.kind == TF_PLUGIN_NATIVE);
+  CHECK(plugin.abi_major == TF_ABI_VERSION_MAJOR);
+  CHECK_FALSE(plugin.version.empty());
+  CHECK(CpuRegistry().skipped().empty());
+}
+
+TEST_CASE("the plugin offers exactly the promised kernels", "[plugin]") {
+  std::set<std::string> offered;
+  for (const torchferry::KernelInfo& k : CpuPlugin().kernels) {
+    CHECK(k.device_type == TF_DEVICE_CPU);
+    CHECK(offered.insert(Key(k.op, k.dtype)).second);  // no duplicates
+  }
+  CHECK(offered == ExpectedKernels());
+  // Every one is reachable through the registry.
+  for (const torchferry::KernelInfo& k : CpuPlugin().kernels) {
+    INFO(Key(k.op, k.dtype));
+    CHECK(FindKernel(k.op, k.dtype) != nullptr);
+  }
+}
+
+TEST_CASE("narrow integer arithmetic is left to the fallback", "[plugin]") {
+  for (const char* op : {"abs", "neg", "add", "mul", "clamp"}) {
+    for (tf_dtype d : {kI8, kI16, kU8, kBool}) {
+      INFO(Key(op, d));
+      CHECK(FindKernel(op, d) == nullptr);
+    }
+  }
+  for (const char* op :
+       {"exp", "silu", "softmax", "rms_norm", "silu_and_mul", "matmul"}) {
+    for (tf_dtype d : {kI32, kI64}) {
+      INFO(Key(op, d));
+      CHECK(FindKernel(op, d) == nullptr);
+    }
+  }
+}
+
+TEST_CASE("the entry declines a host of another ABI major", "[plugin]") {
+  auto entry = reinterpret_cast<tf_plugin_entry_fn>(
+      dlsym(CpuPlugin().dl_handle, TF_PLUGIN_ENTRY_SYMBOL));
+  REQUIRE(entry != nullptr);
+  CHECK(entry(TF_ABI_VERSION_MAJOR + 1, 0, torchferry::HostApi()) == nullptr);
+  // A newer minor of this major is served, with the same descriptor.
+  CHECK(entry(TF_ABI_VERSION_MAJOR, TF_ABI_VERSION_MINOR + 1,
+              torchferry::HostApi()) == CpuPlugin().descriptor);
+}
+
+TEST_CASE("noop accepts any number of tensors", "[plugin]") {
+  TestTensor a = TestTensor::Contiguous(kF32, {2, 3});
+  TestTensor b = TestTensor::WithLayout(kI8, {4}, Layout::kGapped);
+  TestTensor c = TestTensor::Contiguous(kBool, {});
+  CHECK(CallBuilder().Run("noop", kF32).status == TF_OK);
+  CHECK(CallBuilder().Input(a).Run("noop", kF32).status == TF_OK);
+  CHECK(CallBuilder().Input(b).Input(a).Input(c).Run("noop", kI8).status ==
+        TF_OK);
+  CHECK(a.GuardIntact());
+  // A non-tensor input is the host's bug, reported rather than followed.
+  const CallResult r = CallBuilder().Input(a).InputInt(3).Run("noop", kF32);
+  CHECK(r.status == TF_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(r.message, Catch::Contains("input 1"));
+}
+
+TEST_CASE("the strided path takes up to 8 dims and says so above", "[plugin]") {
+  const std::vector<int64_t> shape8 = {2, 1, 2, 3, 1, 2, 2, 3};
+  TestTensor x8 = TestTensor::WithLayout(kF32, shape8, Layout::kReversed);
+  FillRandom(x8, -3, 3, 1);
+  TestTensor out8 = TestTensor::WithLayout(kF32, shape8, Layout::kGapped);
+  REQUIRE(CallBuilder().Input(x8).Output(out8).Run("neg", kF32).status ==
+          TF_OK);
+  std::vector<double> want;
+  for (double v : x8.Values()) want.push_back(-v);
+  ExpectValues(out8, want, kExact);
+
+  std::vector<int64_t> shape9 = shape8;
+  shape9.push_back(2);
+  TestTensor x9 = TestTensor::WithLayout(kF32, shape9, Layout::kReversed);
+  TestTensor out9 = TestTensor::Contiguous(kF32, shape9);
+  const CallResult r = CallBuilder().Input(x9).Output(out9).Run("neg", kF32);
+  CHECK(r.status == TF_ERROR_UNSUPPORTED);
+  CHECK_THAT(r.message,
+             Catch::Contains("at most 8") && Catch::Contains("got 9"));
+  CHECK(out9.GuardIntact());
+
+  // Contiguous operands never need the walker, whatever their rank.
+  TestTensor c9 = TestTensor::Contiguous(kF32, shape9);
+  FillRandom(c9, -3, 3, 2);
+  REQUIRE(CallBuilder().Input(c9).Output(out9).Run("neg", kF32).status ==
+          TF_OK);
+  want.clear();
+  for (double v : c9.Values()) want.push_back(-v);
+  ExpectValues(out9, want, kExact);
+}
+
+TEST_CASE("kernels run concurrently from several threads", "[plugin]") {
+  constexpr int kThreads = 4;
+  std::vector<TestTensor> xs, outs;
+  for (int t = 0; t < kThreads; ++t) {
+    xs.push_back(TestTensor::WithLayout(kF32, {64, 33}, Layout::kReversed));
+    FillRandom(xs.back(), -4, 4, 100 + t);
+    outs.push_back(TestTensor::Contiguous(kF32, {64, 33}));
+  }
+  std::vector<tf_status> statuses(kThreads, -1);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      tf_status s = TF_OK;
+      for (int i = 0; i < 50 && s == TF_OK; ++i) {
+        s = CallBuilder()
+                .Input(xs[t])
+                .AttrInt(1)
+                .Output(outs[t])
+                .Run("softmax", kF32)
+                .status;
+      }
+      statuses[t] = s;
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    INFO("thread " << t);
+    CHECK(statuses[t] == TF_OK);
+    // Each row of its own softmax sums to 1.
+    for (int64_t row = 0; row < 64; ++row) {
+      double sum = 0;
+      for (int64_t j = 0; j < 33; ++j) sum += outs[t].Get(row * 33 + j);
+      CHECK(sum == Approx(1.0).epsilon(1e-5));
+    }
+  }
+}

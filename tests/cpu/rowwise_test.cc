@@ -1,0 +1,247 @@
+// The ops that work along a dimension: silu_and_mul (halves of the last
+// dim), rms_norm (a reduction over the last dim) and softmax (over any dim),
+// against references in double, on contiguous, transposed, gapped and empty
+// tensors.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cpu_plugin.h"
+#include "dtype_reference.h"
+#include "expect.h"
+#include "test_tensor.h"
+
+using namespace torchferry::cpu_test;
+
+namespace {
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t d = 0; d < shape.size(); ++d) {
+    text += (d ? "," : "") + std::to_string(shape[d]);
+  }
+  return text + "]";
+}
+
+// Reductions: the output's rounding plus a summation's worth of float32.
+Tolerance ReductionTolerance(tf_dtype d) {
+  if (d.code == TF_DTYPE_BFLOAT) return {1.6e-2, 1e-5};
+  if (d.bits == 16) return {2e-3, 1e-6};
+  if (d.bits == 32) return {1e-5, 1e-7};
+  return {1e-12, 1e-14};
+}
+
+const std::vector<Layout> kLayouts = {Layout::kContiguous, Layout::kReversed,
+                                      Layout::kGapped};
+
+// The flat index of `idx` in row-major order over `shape`.
+int64_t Ravel(const std::vector<int64_t>& idx,
+              const std::vector<int64_t>& shape) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + idx[d];
+  return flat;
+}
+
+}  // namespace
+
+TEST_CASE("silu_and_mul matches the reference", "[rowwise]") {
+  const std::vector<std::vector<int64_t>> out_shapes = {
+      {3, 5}, {2, 3, 17}, {1}, {0, 4}, {4, 0}, {2, 40}};
+  uint32_t seed = 1000;
+  for (tf_dtype d : kFloatDtypes) {
+    for (const auto& out_shape : out_shapes) {
+      std::vector<int64_t> x_shape = out_shape;
+      x_shape.back() *= 2;
+      for (Layout x_layout : kLayouts) {
+        for (Layout out_layout : {Layout::kContiguous, Layout::kGapped}) {
+          INFO(Describe("silu_and_mul", d,
+                        "x " + ShapeText(x_shape) + " " + LayoutName(x_layout) +
+                            " -> out " + LayoutName(out_layout)));
+          TestTensor x = TestTensor::WithLayout(d, x_shape, x_layout);
+          TestTensor out = TestTensor::WithLayout(d, out_shape, out_layout);
+          FillRandom(x, -5, 5, seed++);
+          const CallResult r =
+              CallBuilder().Input(x).Output(out).Run("silu_and_mul", d);
+          INFO(r.message);
+          REQUIRE(r.status == TF_OK);
+          const int64_t half = out_shape.back();
+          std::vector<double> want;
+          for (int64_t i = 0; i < out.numel(); ++i) {
+            std::vector<int64_t> idx = out.Unravel(i);
+            const double gate = x.Get(Ravel(idx, x_shape));
+            idx.back() += half;
+            const double up = x.Get(Ravel(idx, x_shape));
+            want.push_back(gate / (1 + std::exp(-gate)) * up);
+          }
+          ExpectValues(out, want, PointwiseTolerance(d));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("rms_norm matches the reference", "[rowwise]") {
+  const std::vector<std::vector<int64_t>> shapes = {
+      {4, 37}, {2, 3, 16}, {1, 1}, {64}, {3, 300}, {0, 8}, {3, 0}};
+  uint32_t seed = 2000;
+  for (tf_dtype d : kFloatDtypes) {
+    for (const auto& shape : shapes) {
+      const int64_t n = shape.back();
+      for (Layout x_layout : kLayouts) {
+        for (Layout w_layout : {Layout::kContiguous, Layout::kGapped}) {
+          const Layout out_layout = x_layout == Layout::kGapped
+                                        ? Layout::kContiguous
+                                        : Layout::kGapped;
+          INFO(Describe("rms_norm", d,
+                        ShapeText(shape) + " x " + LayoutName(x_layout) +
+                            ", weight " + LayoutName(w_layout) + ", out " +
+                            LayoutName(out_layout)));
+          TestTensor x = TestTensor::WithLayout(d, shape, x_layout);
+          TestTensor w = TestTensor::WithLayout(d, {n}, w_layout);
+          TestTensor out = TestTensor::WithLayout(d, shape, out_layout);
+          FillRandom(x, -3, 3, seed++);
+          FillRandom(w, 0.5, 1.5, seed++);
+          const double eps = 1e-6;
+          const CallResult r =
+              CallBuilder().Input(x).Input(w).AttrFloat(eps).Output(out).Run(
+                  "rms_norm", d);
+          INFO(r.message);
+          REQUIRE(r.status == TF_OK);
+          std::vector<double> want(static_cast<size_t>(x.numel()));
+          for (int64_t row = 0; n > 0 && row < x.numel() / n; ++row) {
+            double sum = 0;
+            for (int64_t j = 0; j < n; ++j) {
+              sum += x.Get(row * n + j) * x.Get(row * n + j);
+            }
+            const double scale = 1 / std::sqrt(sum / n + eps);
+            for (int64_t j = 0; j < n; ++j) {
+              want[row * n + j] = x.Get(row * n + j) * scale * w.Get(j);
+            }
+          }
+          ExpectValues(out, want, ReductionTolerance(d));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("rms_norm of a zero row is zero, not NaN", "[rowwise]") {
+  for (tf_dtype d : kFloatDtypes) {
+    INFO(DtypeName(d));
+    TestTensor x = TestTensor::Contiguous(d, {2, 9});
+    x.Fill([](int64_t i) { return i < 9 ? 0.0 : 1.0; });
+    TestTensor w = TestTensor::Contiguous(d, {9});
+    w.Fill([](int64_t) { return 2.0; });
+    TestTensor out = TestTensor::Contiguous(d, {2, 9});
+    REQUIRE(CallBuilder()
+                .Input(x)
+                .Input(w)
+                .AttrFloat(1e-5)
+                .Output(out)
+                .Run("rms_norm", d)
+                .status == TF_OK);
+    std::vector<double> want(18, 0.0);
+    for (int i = 9; i < 18; ++i) want[i] = 2.0 / std::sqrt(1.0 + 1e-5);
+    ExpectValues(out, want, ReductionTolerance(d));
+  }
+}
+
+namespace {
+
+// Softmax along `dim` of x (logical values), stable, in double.
+std::vector<double> SoftmaxReference(const TestTensor& x, int dim) {
+  const std::vector<int64_t>& shape = x.shape();
+  std::vector<double> want(static_cast<size_t>(x.numel()));
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    std::vector<int64_t> idx = x.Unravel(i);
+    if (idx[dim] != 0) continue;  // once per line, from its first element
+    double max = -INFINITY;
+    for (int64_t k = 0; k < shape[dim]; ++k) {
+      idx[dim] = k;
+      max = std::max(max, x.Get(Ravel(idx, shape)));
+    }
+    double sum = 0;
+    for (int64_t k = 0; k < shape[dim]; ++k) {
+      idx[dim] = k;
+      sum += std::exp(x.Get(Ravel(idx, shape)) - max);
+    }
+    for (int64_t k = 0; k < shape[dim]; ++k) {
+      idx[dim] = k;
+      const int64_t flat = Ravel(idx, shape);
+      want[flat] = std::exp(x.Get(flat) - max) / sum;
+    }
+  }
+  return want;
+}
+
+CallResult RunSoftmax(const TestTensor& x, int dim, const TestTensor& out) {
+  return CallBuilder().Input(x).AttrInt(dim).Output(out).Run("softmax",
+                                                             x.dtype());
+}
+
+}  // namespace
+
+TEST_CASE("softmax matches the reference along every dim", "[rowwise]") {
+  // Shapes with more than 64 neighbouring lines exercise the kernel's
+  // column chunks; [1] is how a 0-dim tensor arrives.
+  const std::vector<std::vector<int64_t>> shapes = {
+      {3, 5, 7}, {2, 70, 3}, {4, 130}, {1}, {9}, {0, 5}, {5, 1, 3}};
+  uint32_t seed = 3000;
+  for (tf_dtype d : kFloatDtypes) {
+    for (const auto& shape : shapes) {
+      for (int dim = 0; dim < static_cast<int>(shape.size()); ++dim) {
+        for (Layout x_layout : kLayouts) {
+          for (Layout out_layout : {Layout::kContiguous, Layout::kReversed}) {
+            INFO(Describe("softmax", d,
+                          ShapeText(shape) + " dim " + std::to_string(dim) +
+                              " x " + LayoutName(x_layout) + ", out " +
+                              LayoutName(out_layout)));
+            TestTensor x = TestTensor::WithLayout(d, shape, x_layout);
+            TestTensor out = TestTensor::WithLayout(d, shape, out_layout);
+            FillRandom(x, -8, 8, seed++);
+            const CallResult r = RunSoftmax(x, dim, out);
+            INFO(r.message);
+            REQUIRE(r.status == TF_OK);
+            ExpectValues(out, SoftmaxReference(x, dim), ReductionTolerance(d));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("softmax is stable for large inputs and poisoned by NaN",
+          "[rowwise]") {
+  for (tf_dtype d : kFloatDtypes) {
+    INFO(DtypeName(d));
+    // Row 0 would overflow exp without subtracting the max; row 1 holds
+    // -inf, whose share is exactly 0; row 2 holds a NaN.
+    TestTensor x = TestTensor::Contiguous(d, {3, 4});
+    const std::vector<double> values = {1000,      1001, 1002, 1003,  //
+                                        -INFINITY, 0,    1,    2,     //
+                                        0,         NAN,  1,    2};
+    x.Fill([&](int64_t i) { return values[i]; });
+    for (int dim : {1, 0}) {
+      INFO("dim " << dim);
+      TestTensor out = TestTensor::Contiguous(d, {3, 4});
+      REQUIRE(RunSoftmax(x, dim, out).status == TF_OK);
+      std::vector<double> want = SoftmaxReference(x, dim);
+      if (dim == 1) {
+        CHECK(out.Get(4) == 0.0);
+        for (int i = 8; i < 12; ++i) CHECK(std::isnan(out.Get(i)));
+      }
+      ExpectValues(out, want, ReductionTolerance(d));
+    }
+  }
+}
+
+TEST_CASE("softmax refuses a dim out of range", "[rowwise]") {
+  TestTensor x = TestTensor::Contiguous(kF32, {2, 3});
+  TestTensor out = TestTensor::Contiguous(kF32, {2, 3});
+  const CallResult r = RunSoftmax(x, 2, out);
+  CHECK(r.status == TF_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(r.message, Catch::Contains("[0, 2)"));
+}
