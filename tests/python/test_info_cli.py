@@ -101,7 +101,9 @@ def test_text_says_the_same(cli_text, cli_json):
     assert f"shim (torch_tensor_from_pyobject): {'available' if SHIM else 'absent'}" in cli_text
     assert "offset calibration: ok" in cli_text
     assert "cpu 0.1.0 (native, ABI 1.0" in cli_text
-    assert "abs [cpu]: float32 float64 float16 bfloat16 int32 int64" in cli_text
+    for op in ("abs", "matmul", "cast"):
+        dtypes = [dt for o, dev, dt in by_name(cli_json["plugins"])["cpu"]["kernels"] if o == op]
+        assert f"{op} [cpu]: {' '.join(dtypes)}" in cli_text
     assert "abs [cpu] float32: example_c loses to cpu" in cli_text
     assert f"skipped plugins: {len(cli_json['skipped']) or 'none'}" in cli_text
 
@@ -188,9 +190,13 @@ def test_broken_file_on_the_plugin_path_is_skipped_with_a_reason(tmp_path):
         print("working")
         """,
         TORCHFERRY_PLUGIN_PATH=tmp_path,
+        TORCHFERRY_LOG="debug",
     )
     assert r.returncode == 0, r.stderr[-3000:]
     assert str(junk) in r.stdout and r.stdout.strip().endswith("working")
+    # TORCHFERRY_LOG=debug tells the same story on stderr
+    assert "torchferry: [loader] skipped torchferry_junk.so: cannot load" in r.stderr
+    assert "loaded native plugin 'cpu'" in r.stderr
 
 
 def test_in_process_ops_still_come_from_cpu(path):
