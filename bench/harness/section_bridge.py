@@ -12,6 +12,25 @@ from .timing import Variant, compare
 SHAPES = {1: [4096], 2: [8, 512], 4: [2, 4, 8, 64]}
 
 
+def paths():
+    """(the path torchferry chooses, [every other path this torch offers])."""
+    bridge.set_path("auto")  # path() names the forced path while one is
+    auto = bridge.path()
+    others = [p for p in ("offset", "shim") if p != auto and (p != "shim" or bridge.shim_available())]
+    return auto, others
+
+
+def on_path(path, timer):
+    """`timer`, run with the bridge forced to `path` (restored by the caller
+    with set_path('auto') when the comparison ends)."""
+
+    def run(k):
+        bridge.set_path(path)
+        return timer(k)
+
+    return run
+
+
 def _path_timer(path, tensor):
     def run(k):
         bridge.set_path(path)

@@ -8,10 +8,31 @@ import torchferry
 from torchferry import bridge
 
 from .results import Case, Section, Target
+from .section_bridge import on_path, paths
 from .timing import Variant, compare, python_timer
 
 SHAPE = [8, 4096]
 COUNTS = (1, 3, 8)
+REFERENCE = "torchferry noop"
+TVM = "tvm-ffi function"
+
+
+def _variants(ctx, n):
+    auto, others = paths()
+    tensors = {f"t{j}": torch.randn(SHAPE, device=ctx.device) for j in range(n)}
+    call = f"f({', '.join(tensors)})"
+
+    def noop_on(path):
+        return on_path(path, python_timer(call, ctx.sync, f=torchferry.ops.noop, **tensors))
+
+    variants = [Variant(REFERENCE, noop_on(auto), note=f"{auto} path")]
+    variants += [Variant(f"{REFERENCE} [{p}]", noop_on(p)) for p in others]
+    tvm = ctx.peers["apache-tvm-ffi"]
+    if tvm.ok:
+        variants.append(Variant(TVM, python_timer(call, ctx.sync, f=tvm.value[n], **tensors), note=f"tvm-ffi {tvm.version}"))
+    else:
+        variants.append(Variant(TVM, reason=tvm.reason))
+    return variants
 
 
 def run(ctx):
@@ -23,30 +44,11 @@ def run(ctx):
         "the path torchferry chose; the tvm-ffi peer is a typed C++ function of as many `TensorView`s.",
         layout="wide",
     )
-    tvm = ctx.peers["apache-tvm-ffi"]
-    auto = bridge.path()
-    for i, n in enumerate(COUNTS):
-        ctx.progress.update(f"{n} tensors", i + 1, len(COUNTS))
-        tensors = {f"t{j}": torch.randn(SHAPE, device=ctx.device) for j in range(n)}
-        call = f"f({', '.join(tensors)})"
-        variants = [Variant("torchferry noop", python_timer(call, ctx.sync, f=torchferry.ops.noop, **tensors),
-                            note=f"{auto} path")]
-        if auto != "shim" and bridge.shim_available():
-            def on_shim(k, t=python_timer(call, ctx.sync, f=torchferry.ops.noop, **tensors)):
-                bridge.set_path("shim")
-                try:
-                    return t(k)
-                finally:
-                    bridge.set_path("auto")
-
-            variants.append(Variant("torchferry noop [shim]", on_shim))
-        if tvm.ok:
-            variants.append(Variant("tvm-ffi function", python_timer(call, ctx.sync, f=tvm.value[n], **tensors),
-                                    note=f"tvm-ffi {tvm.version}"))
-        else:
-            variants.append(Variant("tvm-ffi function", reason=tvm.reason))
-        targets = []
-        if n == 3:
-            targets.append(Target("tvm-ffi function", "min_ratio", 2.5, "noop(3 tensors) ≥ 2.5× faster than tvm-ffi's"))
-        section.cases.append(Case({"tensors": n}, compare(variants, ctx.settings), "torchferry noop", targets))
+    try:
+        for i, n in enumerate(COUNTS):
+            ctx.progress.update(f"{n} tensors", i + 1, len(COUNTS))
+            targets = [Target(TVM, "min_ratio", 2.5, "noop(3 tensors) ≥ 2.5× faster than tvm-ffi's")] if n == 3 else []
+            section.cases.append(Case({"tensors": n}, compare(_variants(ctx, n), ctx.settings), REFERENCE, targets))
+    finally:
+        bridge.set_path("auto")
     return section

@@ -9,6 +9,7 @@ import torchferry
 from torchferry import bridge
 
 from .results import Case, Section, Target
+from .section_bridge import on_path, paths
 from .timing import Variant, compare, python_timer
 
 SHAPE = [8, 4096]
@@ -16,33 +17,18 @@ REFERENCE = "torchferry.bridge.view"
 NOOP = "torchferry.ops.noop(x)"
 
 
-def _on_path(path, timer):
-    def run(k):
-        bridge.set_path(path)
-        return timer(k)
-
-    return run
-
-
-def _paths():
-    """The auto path first (the reference), then every other path there is."""
-    auto = bridge.path()
-    others = [p for p in ("offset", "shim") if p != auto and (p != "shim" or bridge.shim_available())]
-    return auto, others
-
-
 def variants(ctx, x):
     sync = ctx.sync
     peers = ctx.peers
-    auto, others = _paths()
+    auto, others = paths()
     vs = [
-        Variant(REFERENCE, _on_path(auto, python_timer("view(x)", sync, view=bridge.view, x=x)),
+        Variant(REFERENCE, on_path(auto, python_timer("view(x)", sync, view=bridge.view, x=x)),
                 note=f"{auto} path; returns a dict of the whole view"),
     ]
     for p in others:
-        vs.append(Variant(f"torchferry.bridge.view [{p}]", _on_path(p, python_timer("view(x)", sync, view=bridge.view, x=x))))
+        vs.append(Variant(f"torchferry.bridge.view [{p}]", on_path(p, python_timer("view(x)", sync, view=bridge.view, x=x))))
     vs.append(
-        Variant(NOOP, _on_path(auto, python_timer("noop(x)", sync, noop=torchferry.ops.noop, x=x)),
+        Variant(NOOP, on_path(auto, python_timer("noop(x)", sync, noop=torchferry.ops.noop, x=x)),
                 note=f"{auto} path; the view reaches a plugin kernel")
     )
     vs.append(Variant("x.__dlpack__()", python_timer("x.__dlpack__()", sync, x=x), note="capsule made and freed"))
