@@ -25,6 +25,10 @@ class Progress:
         self.stream.flush()
         self.width = len(line)
 
+    def forget_width(self, width=160):
+        """After a child process drew its own line here: clear all of it."""
+        self.width = max(self.width, width)
+
     def done(self):
         self.stream.write("\r" + " " * self.width + "\r")
         self.stream.flush()

@@ -109,6 +109,15 @@ def section_lines(section):
     return lines
 
 
+def label_text(label):
+    """'abs, float32, [8, 4096]'; a leading number keeps its name: 'tensors 3'."""
+    items = list(label.items())
+    parts = [str(v) for _, v in items]
+    if items and isinstance(items[0][1], (int, float)):
+        parts[0] = f"{items[0][0]} {items[0][1]}"
+    return ", ".join(parts)
+
+
 def targets_summary(sections):
     rows = []
     for s in sections:
@@ -117,7 +126,7 @@ def targets_summary(sections):
                 met = t.met(case)
                 if met is None:
                     continue
-                label = ", ".join(str(v) for v in case.label.values())
+                label = label_text(case.label)
                 rows.append((s.number, t.text, label, met))
     if not rows:
         return []

@@ -150,6 +150,7 @@ def run(ctx):
         stdout=subprocess.PIPE,
         text=True,
     )
+    ctx.progress.forget_width()
     last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
     try:
         section = Section.from_dict(json.loads(last))

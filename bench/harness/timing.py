@@ -26,9 +26,12 @@ class Settings:
 
     @staticmethod
     def for_run(quick):
+        # Short rounds, many of them: on a shared machine a round that loses
+        # its core to another process is an outlier the median drops, and
+        # the shorter the round the fewer rounds are hit.
         if quick:
-            return Settings(rounds=5, min_rounds=3, round_s=0.002, warmup_s=0.004, case_budget_s=0.25)
-        return Settings(rounds=21, min_rounds=5, round_s=0.01, warmup_s=0.04, case_budget_s=6.0)
+            return Settings(rounds=7, min_rounds=3, round_s=0.001, warmup_s=0.003, case_budget_s=0.25)
+        return Settings(rounds=41, min_rounds=5, round_s=0.002, warmup_s=0.03, case_budget_s=6.0)
 
 
 @dataclass
