@@ -15,21 +15,28 @@ def _bars(ax, labels, values, title, xlabel, lines=(), colors=None):
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.6g}"))
         ax.xaxis.set_minor_formatter(NullFormatter())
-    styles = ["--", ":", "-."]
+    # The reference lines are named in the axis label: a legend would hide bars.
+    styles = [("--", "dashed"), (":", "dotted"), ("-.", "dash-dot")]
+    names = []
     for i, (x, text) in enumerate(lines):
-        ax.axvline(x, color="#C44E52", linestyle=styles[i % len(styles)], linewidth=1, label=text)
-    if lines:
-        ax.legend(fontsize=7, loc="best", framealpha=0.9)
+        style, style_name = styles[i % len(styles)]
+        ax.axvline(x, color="#C44E52", linestyle=style, linewidth=1)
+        names.append(f"{style_name}: {text}")
     ax.set_title(title, fontsize=9)
-    ax.set_xlabel(xlabel, fontsize=8)
+    ax.set_xlabel(xlabel + ("; red " + ", ".join(names) if names else ""), fontsize=8)
     for y, v in zip(ys, values):
-        ax.text(v, y, f" {v:,.3g}", va="center", fontsize=6)
+        ax.text(v, y, f" {v:,.0f}" if v >= 100 else f" {v:.3g}", va="center", fontsize=6)
+    if values and min(values) > 0:
+        low, high = ax.get_xlim()
+        ax.set_xlim(low, high * 1.6)  # room for the value beside the longest bar
 
 
 def _ok_rows(section, with_label=True):
     labels, values = [], []
     for case in section.cases:
-        prefix = ", ".join(str(v) for k, v in case.label.items() if k != "shape") if with_label else ""
+        prefix = ", ".join(
+            f"{k} {v}" if isinstance(v, (int, float)) else str(v) for k, v in case.label.items() if k != "shape"
+        ) if with_label else ""
         for name, r in case.results.items():
             if r.ok and not name.startswith("("):
                 labels.append(f"{prefix}: {name}" if prefix else name)
@@ -51,7 +58,7 @@ def write(path, sections, subtitle):
     for n in panels:
         rows = len(by_number[n].cases) if n == 4 else len(_ok_rows(by_number[n])[0])
         heights.append(max(2.0, 0.18 * rows + 1.0))
-    fig, axes = plt.subplots(len(panels), 1, figsize=(9, sum(heights)), gridspec_kw={"height_ratios": heights})
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, sum(heights) + 0.5), gridspec_kw={"height_ratios": heights})
     if len(panels) == 1:
         axes = [axes]
     for ax, n in zip(axes, panels):
@@ -72,8 +79,9 @@ def write(path, sections, subtitle):
             labels, values = _ok_rows(s, with_label=n != 2)
             lines = [(15, "offset 15 ns"), (80, "shim 80 ns")] if n == 1 else []
             _bars(ax, labels, values, f"{n}. {s.title}", "ns per call (log)", lines=lines)
+    total = sum(heights)
     fig.suptitle(textwrap.fill(subtitle, 130), fontsize=8)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / total))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
