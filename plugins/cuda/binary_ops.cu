@@ -97,12 +97,12 @@ tf_status SiluAndMul(const tf_call* call) {
         using T = typename decltype(tag)::type;
         // The second half starts `half` elements along the last dimension;
         // both halves keep x's strides and iterate over out's shape.
-        T* gate = static_cast<T*>(x.data);
+        T* gate = static_cast<T*>(DataOf(x));
         const Operand in[2] = {{gate, x.strides},
                                {gate + half * x.strides[last], x.strides}};
         return LaunchElementwise<T, 2>(
             call, "silu_and_mul", out.ndim, out.shape,
-            Operand{out.data, out.strides}, in, SiluAndMulFn<T>{});
+            Operand{DataOf(out), out.strides}, in, SiluAndMulFn<T>{});
       },
       [&] { return NoKernel(call, "silu_and_mul", x); });
 }

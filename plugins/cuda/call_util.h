@@ -46,6 +46,13 @@ inline const tf_tensor& InputTensor(const tf_call* call, int index) {
   return *call->inputs[index].value.tensor;
 }
 
+// Element 0 of a view. The host folds any offset into `data` (byte_offset is
+// always 0, ABI.md), but a view made by another DLPack-minded caller may not,
+// and honouring it costs one add.
+inline void* DataOf(const tf_tensor& tensor) {
+  return static_cast<char*>(tensor.data) + tensor.byte_offset;
+}
+
 inline cudaStream_t StreamOf(const tf_call* call) {
   return static_cast<cudaStream_t>(call->stream);
 }

@@ -96,8 +96,8 @@ tf_status Cast(const tf_call* call) {
               using Dst = typename decltype(dst_tag)::type;
               CastKernel<Src, Dst>
                   <<<GridFor(numel), kThreadsPerBlock, 0, stream>>>(
-                      static_cast<const Src*>(x.data),
-                      static_cast<Dst*>(out.data), layout, numel);
+                      static_cast<const Src*>(DataOf(x)),
+                      static_cast<Dst*>(DataOf(out)), layout, numel);
               return CheckLaunch(call, "cast");
             },
             unsupported);

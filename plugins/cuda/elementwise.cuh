@@ -145,10 +145,11 @@ tf_status LaunchElementwise(const tf_call* call, const char* op,
                             const tf_tensor& out,
                             const tf_tensor* const (&in)[NIn], Fn fn) {
   Operand in_operands[NIn];
-  for (int k = 0; k < NIn; ++k) in_operands[k] = {in[k]->data, in[k]->strides};
+  for (int k = 0; k < NIn; ++k)
+    in_operands[k] = {DataOf(*in[k]), in[k]->strides};
   return LaunchElementwise<T, NIn>(call, op, out.ndim, out.shape,
-                                   Operand{out.data, out.strides}, in_operands,
-                                   fn);
+                                   Operand{DataOf(out), out.strides},
+                                   in_operands, fn);
 }
 
 }  // namespace torchferry_cuda

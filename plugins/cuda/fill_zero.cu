@@ -44,16 +44,16 @@ tf_status FillZero(const tf_call* call, const tf_tensor& tensor,
   const cudaStream_t stream = StreamOf(call);
   switch (ElementSize(DtypeOf(tensor.dtype))) {
     case 1:
-      LaunchFill<uint8_t>(tensor.data, layout, numel, stream);
+      LaunchFill<uint8_t>(DataOf(tensor), layout, numel, stream);
       break;
     case 2:
-      LaunchFill<uint16_t>(tensor.data, layout, numel, stream);
+      LaunchFill<uint16_t>(DataOf(tensor), layout, numel, stream);
       break;
     case 4:
-      LaunchFill<uint32_t>(tensor.data, layout, numel, stream);
+      LaunchFill<uint32_t>(DataOf(tensor), layout, numel, stream);
       break;
     case 8:
-      LaunchFill<uint64_t>(tensor.data, layout, numel, stream);
+      LaunchFill<uint64_t>(DataOf(tensor), layout, numel, stream);
       break;
     default:
       return Fail(call, TF_ERROR_UNSUPPORTED, "%s: cannot zero %s", op,

@@ -127,15 +127,15 @@ tf_status Matmul(const tf_call* call) {
   const bool is_double = compute_type == kCublasCompute64F;
   const void* alpha = is_double ? static_cast<const void*>(&alpha_d) : &alpha_f;
   const void* beta = is_double ? static_cast<const void*>(&beta_d) : &beta_f;
-  const void* first = plan.swapped ? b.data : a.data;
-  const void* second = plan.swapped ? a.data : b.data;
+  const void* first = plan.swapped ? DataOf(b) : DataOf(a);
+  const void* second = plan.swapped ? DataOf(a) : DataOf(b);
   status = api->gemm_strided_batched(
       handle.get(), plan.a.transpose ? kCublasOpT : kCublasOpN,
       plan.b.transpose ? kCublasOpT : kCublasOpN, static_cast<int>(plan.m),
       static_cast<int>(plan.n), static_cast<int>(plan.k), alpha, first,
       data_type, static_cast<int>(plan.a.ld), plan.a.batch_stride, second,
       data_type, static_cast<int>(plan.b.ld), plan.b.batch_stride, beta,
-      out.data, data_type, static_cast<int>(plan.ldc), plan.batch_stride_c,
+      DataOf(out), data_type, static_cast<int>(plan.ldc), plan.batch_stride_c,
       static_cast<int>(plan.batch), compute_type, kCublasGemmDefault);
   if (status != kCublasSuccess) {
     return Fail(

@@ -73,9 +73,9 @@ tf_status RmsNormAs(const tf_call* call) {
                 kMaxDims, last);
   }
   const OpMathT<T> eps = static_cast<OpMathT<T>>(AttrAsDouble(call, 0, 1e-6));
-  const T* x_data = static_cast<const T*>(x.data);
-  const T* w_data = static_cast<const T*>(weight.data);
-  T* out_data = static_cast<T*>(out.data);
+  const T* x_data = static_cast<const T*>(DataOf(x));
+  const T* w_data = static_cast<const T*>(DataOf(weight));
+  T* out_data = static_cast<T*>(DataOf(out));
   const cudaStream_t stream = StreamOf(call);
 
   if (args.n <= kWarpRowLimit) {

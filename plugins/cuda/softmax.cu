@@ -123,8 +123,8 @@ tf_status SoftmaxAs(const tf_call* call) {
                 kMaxDims, row_ndim);
   }
 
-  const T* x_data = static_cast<const T*>(x.data);
-  T* out_data = static_cast<T*>(out.data);
+  const T* x_data = static_cast<const T*>(DataOf(x));
+  T* out_data = static_cast<T*>(DataOf(out));
   const cudaStream_t stream = StreamOf(call);
   if (args.n > 1 && args.x_step != 1 && args.num_rows >= kThreadRowMinRows) {
     SoftmaxThreadRowKernel<T>

@@ -73,7 +73,7 @@ tf_status StackWords(const tf_call* call) {
               0) {
         break;
       }
-      group.inputs[count++] = item.data;
+      group.inputs[count++] = DataOf(item);
     }
     const int64_t* strides[2] = {slice_strides, lead.strides};
     StridedLayout<2> layout;
@@ -84,7 +84,7 @@ tf_status StackWords(const tf_call* call) {
                   "contiguous first",
                   kMaxDims, ndim);
     }
-    Word* out_base = static_cast<Word*>(out.data) + start * out_step;
+    Word* out_base = static_cast<Word*>(DataOf(out)) + start * out_step;
     const dim3 grid(blocks_x, static_cast<unsigned>(count));
     StackKernel<Word><<<grid, kThreadsPerBlock, 0, stream>>>(
         group, out_base, out_step, layout, numel);

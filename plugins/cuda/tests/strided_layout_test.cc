@@ -84,6 +84,8 @@ int main() {
   Check("broadcast inner", {2, 3, 4}, {12, 4, 1}, {3, 1, 0}, 2);
   // A slice along the last dim (silu_and_mul's halves) keeps rows apart.
   Check("half rows", {4, 8}, {8, 1}, {16, 1}, 2);
+  // The halves of a transposed x (silu_and_mul over x = y.t()).
+  Check("transposed halves", {4, 4}, {4, 1}, {1, 4}, 2);
   // Size-1 dims vanish whatever their stride.
   Check("size one", {4, 1, 8}, {8, 99, 1}, {8, 0, 1}, 1);
   // Ten dims of which pairs merge: fits in kMaxDims.
