@@ -35,7 +35,8 @@ struct AotiApi {
   // Optional: NULL where this torch lacks them.
   // torch >= 2.14: the stable PyObject -> at::Tensor conversion (new ref).
   AOTITorchError (*tensor_from_pyobject)(void* py_obj, AtenTensorHandle* out);
-  // torch >= 2.13: the message of the last failure on this thread.
+  // torch >= 2.13: the message of the last failure on this thread, without
+  // the C++ backtrace.
   const char* (*exception_get_what)();
   // In libtorch_cuda.so, present only in CUDA builds.
   AOTITorchError (*get_current_cuda_stream)(int32_t device_index,

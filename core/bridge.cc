@@ -94,6 +94,18 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
   parameter_type_ = reinterpret_cast<PyTypeObject*>(parameter);
   plain_torch_dispatch_ = PyObject_GetAttrString(tensor, "__torch_dispatch__");
   if (plain_torch_dispatch_ == nullptr) return false;
+  // Tensor.is_neg is a METH_NOARGS C function; calling its pointer directly
+  // costs a few ns where an attribute lookup and call would cost a hundred.
+  PyObject* is_neg =
+      _PyType_Lookup(tensor_type_, PyUnicode_InternFromString("is_neg"));
+  if (is_neg == nullptr || !PyObject_TypeCheck(is_neg, &PyMethodDescr_Type) ||
+      reinterpret_cast<PyMethodDescrObject*>(is_neg)->d_method->ml_flags !=
+          METH_NOARGS) {
+    return RaiseError(PyExc_ImportError,
+                      "torch.Tensor.is_neg is not a plain C method in this "
+                      "torch; torchferry cannot check the negative bit");
+  }
+  is_neg_ = reinterpret_cast<PyMethodDescrObject*>(is_neg)->d_method->ml_meth;
 
   Calibrate(torch_module, major, minor);
 
@@ -307,7 +319,7 @@ bool Bridge::ReadTorchTensor(PyObject* obj, const char* what, TensorRef* ref) {
     }
   }
   counts_[static_cast<int>(path_)].fetch_add(1, std::memory_order_relaxed);
-  if (!FillFromHandle(handle, obj, what, ref)) {
+  if (!FillFromHandle(handle, obj, what, ref) || !CheckNotNegated(obj, what)) {
     Release(ref);
     return false;
   }
@@ -376,18 +388,44 @@ bool Bridge::FillFromHandle(AtenTensorHandle h, PyObject* obj, const char* what,
   v.byte_offset = 0;
   v.flags = ContiguityFlag(ndim, v.shape, v.strides);
   ref->numel = Numel(ndim, v.shape);
+  if (data == nullptr && ref->numel > 0) {
+    // Functional wrappers and ZeroTensors report elements but own no memory.
+    return RaiseError(PyExc_TypeError,
+                      fmt::format("{}: this {} has {} elements but no memory "
+                                  "(a functional, zero or other storage-less "
+                                  "tensor); pass a materialized tensor",
+                                  what, Py_TYPE(obj)->tp_name, ref->numel));
+  }
   return true;
+}
+
+// torch can negate a tensor lazily (x.conj().imag): the memory then holds
+// -value and a bit on the TensorImpl says so. Kernels read memory, so such a
+// tensor would compute with the wrong sign; refuse it instead.
+bool Bridge::CheckNotNegated(PyObject* obj, const char* what) {
+  PyObject* negated = is_neg_(obj, nullptr);
+  if (negated == nullptr) return false;
+  Py_DECREF(negated);
+  if (negated != Py_True) return true;
+  return RaiseError(PyExc_TypeError,
+                    fmt::format("{}: this tensor has torch's negative bit set "
+                                "(a lazily negated view such as "
+                                "x.conj().imag), so its memory holds -value; "
+                                "pass x.resolve_neg()",
+                                what));
 }
 
 bool Bridge::RaiseTorchFailure(const char* getter, PyObject* obj,
                                const char* what) {
-  const char* why = lib_.api.exception_get_what ? lib_.api.exception_get_what()
-                                                : "no message (torch < 2.13)";
+  const char* what_failed =
+      lib_.api.exception_get_what ? lib_.api.exception_get_what() : nullptr;
+  std::string why = what_failed ? what_failed : "no message (torch < 2.13)";
+  // Keep torch's message, not where inside torch it was raised.
+  why = why.substr(0, why.find("\nException raised from"));
   return RaiseError(PyExc_TypeError,
                     fmt::format("{}: torch could not read the {} of this {}: "
                                 "{}",
-                                what, getter, Py_TYPE(obj)->tp_name,
-                                why ? why : "no message"));
+                                what, getter, Py_TYPE(obj)->tp_name, why));
 }
 
 void Bridge::ReleaseShimHandle(TensorRef* ref) {

@@ -98,6 +98,7 @@ class Bridge {
   bool FillFromHandle(AtenTensorHandle handle, PyObject* obj, const char* what,
                       TensorRef* ref);
   bool CheckSubclass(PyTypeObject* type, const char* what);
+  bool CheckNotNegated(PyObject* obj, const char* what);
   void ReleaseShimHandle(TensorRef* ref);
   void ReleaseDlpack(TensorRef* ref);
   void Calibrate(PyObject* torch_module, int major, int minor);
@@ -112,6 +113,7 @@ class Bridge {
   PyTypeObject* tensor_type_ = nullptr;     // torch.Tensor
   PyTypeObject* parameter_type_ = nullptr;  // torch.nn.Parameter
   PyObject* plain_torch_dispatch_ = nullptr;
+  PyCFunction is_neg_ = nullptr;  // TensorBase.is_neg, called directly
   int32_t torch_cpu_ = 0, torch_cuda_ = 1, torch_meta_ = 9, strided_ = 0;
   std::atomic<uint64_t> counts_[kNumBridgePaths] = {};
   std::atomic<uint64_t> shim_created_{0}, shim_deleted_{0};

@@ -24,6 +24,7 @@ class CallFrame {
   ~CallFrame() {
     for (int i = 0; i < num_refs_; ++i) bridge_.Release(&refs_[i]);
     Py_XDECREF(owned_result);
+    Py_XDECREF(keep_alive);
   }
   CallFrame(const CallFrame&) = delete;
   CallFrame& operator=(const CallFrame&) = delete;
@@ -73,6 +74,7 @@ class CallFrame {
   TensorRef* out_ref = nullptr;
   PyObject* result = nullptr;        // borrowed; returned with a new reference
   PyObject* owned_result = nullptr;  // an out= the host allocated
+  PyObject* keep_alive = nullptr;    // owned, e.g. a snapshot of a list arg
   int64_t work = 0;                  // elements touched, to decide on the GIL
 
  private:

@@ -12,6 +12,7 @@
 #include "core/ops.h"
 #include "core/out_alloc.h"
 #include "core/py_errors.h"
+#include "core/py_view.h"
 #include "loader/loader.h"
 
 namespace torchferry {
@@ -86,6 +87,13 @@ PyObject* BridgePathNow(PyObject*, PyObject*) {
 
 PyObject* SetBridgePath(PyObject*, PyObject* arg) {
   if (!EnsureInitialized()) return nullptr;
+  if (!PyUnicode_Check(arg)) {
+    RaiseError(PyExc_TypeError,
+               fmt::format("set_path() expected a str ('auto', 'shim' or "
+                           "'offset'), got {}",
+                           Py_TYPE(arg)->tp_name));
+    return nullptr;
+  }
   const char* name = PyUnicode_AsUTF8(arg);
   if (name == nullptr || !Bridge::Get().SetPath(name)) return nullptr;
   Py_RETURN_NONE;
@@ -125,36 +133,10 @@ PyObject* BridgeInfo(PyObject*, PyObject*) {
       b.library().cuda_library_path.c_str());
 }
 
-PyObject* TupleOf(int n, const int64_t* values) {
-  PyObject* t = PyTuple_New(n);
-  for (int i = 0; t && i < n; ++i) {
-    PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(values[i]));
-  }
-  return t;
-}
-
 // Exactly what a plugin would receive for `obj`.
 PyObject* View(PyObject*, PyObject* obj) {
   if (!EnsureInitialized()) return nullptr;
-  CallFrame frame(Bridge::Get(), nullptr);
-  TensorRef* ref = frame.Take(obj, "tensor", false);
-  if (ref == nullptr) return nullptr;
-  const tf_tensor& v = ref->view;
-  PyObject* shape = TupleOf(v.ndim, v.shape);
-  PyObject* strides = TupleOf(v.ndim, v.strides);
-  PyObject* result = Py_BuildValue(
-      "{s:K,s:(ii),s:i,s:{s:i,s:i,s:i},s:s,s:N,s:N,s:K,s:s,s:O,s:s}", "data",
-      static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(v.data)),
-      "device", v.device.device_type, v.device.device_id, "ndim", v.ndim,
-      "dtype", "code", v.dtype.code, "bits", v.dtype.bits, "lanes",
-      v.dtype.lanes, "dtype_name", Dtype(ref->dtype).name, "shape", shape,
-      "strides", strides, "byte_offset",
-      static_cast<unsigned long long>(v.byte_offset), "source_kind",
-      v.source_kind == TF_SOURCE_ATEN ? "aten" : "none", "contiguous",
-      (v.flags & TF_TENSOR_CONTIGUOUS) ? Py_True : Py_False, "path",
-      v.source_kind == TF_SOURCE_ATEN ? BridgePathName(Bridge::Get().path())
-                                      : "dlpack");
-  return result;
+  return NewView(obj);
 }
 
 // The bridge alone, timed in C++ with the GIL held: ns per conversion
@@ -263,6 +245,12 @@ PyObject* KernelFor(PyObject*, PyObject* args) {
   const char *op, *device, *dtype;
   if (!PyArg_ParseTuple(args, "sss", &op, &device, &dtype)) return nullptr;
   if (!EnsureInitialized()) return nullptr;
+  if (std::string(device) != "cpu" && std::string(device) != "cuda") {
+    RaiseError(
+        PyExc_ValueError,
+        fmt::format("unknown device '{}'; expected 'cpu' or 'cuda'", device));
+    return nullptr;
+  }
   for (int i = 0; i < kNumOps; ++i) {
     if (std::string(Op(static_cast<OpId>(i)).name) != op) continue;
     for (int d = 0; d < kNumDtypes; ++d) {
@@ -393,6 +381,10 @@ extern "C" __attribute__((visibility("default"))) PyObject* PyInit__C() {
   }
   PyObject* module = PyModule_Create(&g_module);
   if (module == nullptr) return nullptr;
+  if (!InitViewType(module)) {
+    Py_DECREF(module);
+    return nullptr;
+  }
   g_op_methods[static_cast<int>(OpId::kNoop)].ml_doc = Op(OpId::kNoop).doc;
   for (PyMethodDef& def : g_op_methods) {
     PyObject* fn = PyCFunction_NewEx(&def, nullptr, nullptr);

@@ -251,7 +251,14 @@ bool PrepareStack(const ParsedArgs& args, CallFrame& f) {
                                   "tuple of tensors, got {}",
                                   Py_TYPE(seq)->tp_name));
   }
-  Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+  if (PyList_Check(seq)) {
+    // Bridging an item may run Python (__dlpack__) that mutates the list;
+    // walk a snapshot that the frame keeps alive.
+    seq = PyList_AsTuple(seq);
+    if (seq == nullptr) return false;
+    f.keep_alive = seq;
+  }
+  Py_ssize_t count = PyTuple_GET_SIZE(seq);
   if (count == 0) {
     return RaiseError(PyExc_ValueError,
                       "stack(): expected a non-empty list of tensors");
@@ -260,7 +267,7 @@ bool PrepareStack(const ParsedArgs& args, CallFrame& f) {
     return RaiseError(PyExc_ValueError, "stack(): too many tensors");
   }
   f.Reserve(static_cast<int>(count) + 1);
-  PyObject** items = PySequence_Fast_ITEMS(seq);
+  PyObject** items = &PyTuple_GET_ITEM(seq, 0);
   TensorRef* first = f.Take(items[0], "tensors[0]", false);
   if (first == nullptr) return false;
   tf_tensor* views = f.list_items();

@@ -69,7 +69,8 @@ bool ResolveTorchLibrary(TorchLibrary* lib, std::string* error) {
   Resolve(cpu, "aoti_torch_device_type_meta", &a.device_type_meta);
   Resolve(cpu, "aoti_torch_layout_strided", &a.layout_strided);
   Resolve(cpu, "torch_tensor_from_pyobject", &a.tensor_from_pyobject);
-  Resolve(cpu, "torch_exception_get_what", &a.exception_get_what);
+  Resolve(cpu, "torch_exception_get_what_without_backtrace",
+          &a.exception_get_what);
 
   const std::pair<const char*, const void*> required[] = {
       {"aoti_torch_get_data_ptr",

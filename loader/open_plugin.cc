@@ -60,14 +60,16 @@ OpenedPlugin OpenPlugin(const std::string& path) {
   return opened;
 }
 
-std::string InitPlugin(const tf_plugin* descriptor, const std::string& file) {
+std::string InitPlugin(const tf_plugin* descriptor, const std::string& file,
+                       tf_status* status) {
+  *status = TF_OK;
   if (descriptor->init == nullptr) return "";
   ErrorSink sink;
-  tf_status status = descriptor->init(&sink);
-  if (status == TF_OK) return "";
+  *status = descriptor->init(&sink);
+  if (*status == TF_OK) return "";
   return fmt::format(
       "{}: init of plugin '{}' failed with {}: {}", FileName(file),
-      descriptor->name, StatusName(status),
+      descriptor->name, StatusName(*status),
       sink.message.empty() ? "(the plugin set no message)" : sink.message);
 }
 

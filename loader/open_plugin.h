@@ -25,6 +25,8 @@ OpenedPlugin OpenPlugin(const std::string& path);
 
 // Calls the descriptor's init (when there is one); returns "" on success, or
 // why not, with the message the plugin set.
-std::string InitPlugin(const tf_plugin* descriptor, const std::string& file);
+// `status` receives what init returned (TF_OK when there is no init).
+std::string InitPlugin(const tf_plugin* descriptor, const std::string& file,
+                       tf_status* status);
 
 }  // namespace torchferry

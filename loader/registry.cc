@@ -115,9 +115,14 @@ const Plugin* Registry::Impl::LoadFileOrSkip(const std::string& path) {
     }
   }
   for (const std::string& note : v.notes) Log(LogLevel::kDebug, "loader", note);
-  std::string init_error = InitPlugin(opened.descriptor, path);
+  tf_status init_status;
+  std::string init_error = InitPlugin(opened.descriptor, path, &init_status);
   if (!init_error.empty()) {
-    Skip(path, v.name, init_error);
+    // A backend whose device is absent (no GPU, no driver) is the normal
+    // case on most machines: `info` lists it, but it does not warn on every
+    // import.
+    Skip(path, v.name, init_error,
+         init_status == TF_ERROR_DEVICE ? LogLevel::kInfo : LogLevel::kWarn);
     return nullptr;
   }
 

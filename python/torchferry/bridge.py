@@ -34,9 +34,11 @@ def shim_available():
     return _C._shim_available()
 
 
-def view(tensor):
-    """Exactly the metadata a plugin would see for `tensor`, as a dict."""
-    return _C._view(tensor)
+# view(tensor) -> TensorView: exactly the metadata a plugin would see for
+# `tensor` (attributes and keys: data, device, ndim, dtype, dtype_name, shape,
+# strides, byte_offset, source_kind, contiguous, path; as_dict() for all).
+# The native function itself, so a call costs no Python frame.
+view = _C._view
 
 
 def info():

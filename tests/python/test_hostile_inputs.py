@@ -450,7 +450,7 @@ def test_whole_set_in_a_fresh_process_survives():
     print(lines[-2])
 
 
-# --- cases that crash or mislead today: each in its own process ----------------------
+# --- cases that once crashed or misled: each in its own process ---------------------
 
 CRASHERS = {
     # torch._to_functional_tensor gives a plain torch.Tensor whose data pointer
@@ -464,11 +464,6 @@ CRASHERS = {
 
 
 @pytest.mark.subprocess
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: a tensor whose data pointer is NULL while it has elements "
-    "(functional tensor, ZeroTensor) reaches the kernel and segfaults the process",
-)
 @pytest.mark.parametrize("name", list(CRASHERS))
 def test_storageless_tensor_is_refused_without_a_crash(name):
     r = run_python(
@@ -487,12 +482,6 @@ def test_storageless_tensor_is_refused_without_a_crash(name):
 
 
 @pytest.mark.subprocess
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: stack() walks the list's item array while bridging, and an "
-    "item's __dlpack__ may run Python that empties the list; later items are then "
-    "read from freed memory",
-)
 def test_stack_survives_a_list_mutated_while_bridging():
     r = run_python(
         f"""
@@ -523,21 +512,11 @@ def test_stack_survives_a_list_mutated_while_bridging():
     assert SENTINEL in r.stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: bridge.set_path(None) raises TypeError('bad argument type "
-    "for built-in operation'), which names neither the argument nor what it expects",
-)
 def test_set_path_with_a_non_string_says_what_it_expects():
     with pytest.raises(TypeError, match="str"):
         bridge.set_path(None)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: a strided nested tensor is refused with torch's whole C++ "
-    "backtrace ('frame #0: c10::Error::Error ...') in the message",
-)
 def test_nested_tensor_message_has_no_cpp_backtrace():
     with pytest.raises(TypeError) as e:
         ops.abs(nested(torch.strided))

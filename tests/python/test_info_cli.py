@@ -116,11 +116,6 @@ def test_collect_in_process_follows_the_forced_path(path):
     assert f"bridge path: {path}" in text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: plugins.kernel_for() maps any device name other than 'cuda' "
-    "to the CPU, so kernel_for('abs', 'tpu', 'float32') answers 'cpu'",
-)
 def test_kernel_for_refuses_an_unknown_device():
     with pytest.raises(ValueError, match="tpu"):
         plugins.kernel_for("abs", "tpu", "float32")
