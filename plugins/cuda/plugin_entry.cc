@@ -66,12 +66,25 @@ tf_status Init(void* error_sink) {
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess || count == 0) {
+    // A driver too old for this runtime reports the same error as no driver
+    // at all; its version tells them apart and what to do.
+    int driver = 0;
+    cudaDriverGetVersion(&driver);
+    char hint[160] = "";
+    if (driver > 0 && driver < CUDART_VERSION) {
+      std::snprintf(hint, sizeof(hint),
+                    " (the installed driver supports CUDA %d.%d, this "
+                    "plugin's runtime is CUDA %d.%d: update the driver)",
+                    driver / 1000, driver % 1000 / 10, CUDART_VERSION / 1000,
+                    CUDART_VERSION % 1000 / 10);
+    }
     char message[512];
     std::snprintf(message, sizeof(message),
                   "no CUDA device available: %s; the cuda plugin needs an "
-                  "NVIDIA driver and GPU",
+                  "NVIDIA driver and GPU%s",
                   error != cudaSuccess ? cudaGetErrorString(error)
-                                       : "the driver reports 0 devices");
+                                       : "the driver reports 0 devices",
+                  hint);
     return g_host->set_error(error_sink, TF_ERROR_DEVICE, message);
   }
   return TF_OK;
