@@ -144,7 +144,7 @@ if ! command -v "$PY" >/dev/null 2>&1; then
   "$(command -v python3 || echo true)" "$ROOT/bench/gpu/merge_results.py" "$STEPS" "$RESULT_JSON"
   exit 2
 fi
-timeout 120 "$PY" - <<'EOF'
+timeout 60 "$PY" - <<'EOF'
 import importlib, platform, sys
 print(f"python {platform.python_version()} at {sys.executable}")
 try:
@@ -167,7 +167,7 @@ for name in ("mesonpy", "mesonbuild", "ninja", "cuda.core"):
 EOF
 command -v nvcc >/dev/null && nvcc --version | tail -2 || echo "nvcc: not found"
 HAVE_GPU=0
-timeout 120 "$PY" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" \
+timeout 60 "$PY" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" \
   2>/dev/null && HAVE_GPU=1
 command -v pkg-config >/dev/null && echo "pkg-config: $(pkg-config --version)" || echo "pkg-config: missing"
 command -v cmake >/dev/null && cmake --version | head -1 || echo "cmake: missing"
@@ -198,7 +198,7 @@ elif [ "${#missing[@]}" -eq 0 ]; then
   record "build tools" pass 0 0 "all present"
 elif [ -n "${TORCHFERRY_WHEELS:-}" ] && [ -d "${TORCHFERRY_WHEELS}" ]; then
   echo "missing: ${missing[*]}; installing from $TORCHFERRY_WHEELS"
-  if timeout 120 "$PY" -m pip install -q --no-index --no-deps --no-compile \
+  if timeout 60 "$PY" -m pip install -q --no-index --no-deps --no-compile \
     --find-links "$TORCHFERRY_WHEELS" --target "$SCRATCH/tools" "${missing[@]}"; then
     export PYTHONPATH="$SCRATCH/tools${PYTHONPATH:+:$PYTHONPATH}"
     export PATH="$SCRATCH/tools/bin:$PATH"
