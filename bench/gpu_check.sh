@@ -268,7 +268,7 @@ else
 fi
 if [ -z "$PLUGIN" ]; then
   run_step "plugin build" 240 "" env JOBS="${TORCHFERRY_GPU_BUILD_JOBS:-$(nproc)}" \
-    "$ROOT/bench/gpu/build_plugin.sh" "$SCRATCH/plugin-only" &&
+    bash "$ROOT/bench/gpu/build_plugin.sh" "$SCRATCH/plugin-only" &&
     PLUGIN="$SCRATCH/plugin-only/torchferry_cuda.so"
 fi
 
