@@ -3,6 +3,8 @@
 # an NVIDIA GPU. Run it from a plain copy of the working tree; it needs no
 # network and changes nothing outside a scratch folder.
 #
+#   OUT=/some/dir bash bench/gpu_check.sh
+#
 # Needs there: bash, a Python >= 3.9 with torch >= 2.3 (a CUDA build), nvcc
 # (on PATH or in /usr/local/cuda/bin) and a C++ compiler.
 # Build tools: meson, ninja and meson-python are taken from that Python where
