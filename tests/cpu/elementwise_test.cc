@@ -494,6 +494,41 @@ TEST_CASE("clamp takes every combination of bounds", "[elementwise]") {
   }
 }
 
+TEST_CASE("clamp matches the reference on every layout", "[elementwise]") {
+  uint32_t seed = 800;
+  for (tf_dtype d : kArithmeticDtypes) {
+    const bool is_float = IsFloat(d);
+    for (const auto& shape : kShapes) {
+      for (const LayoutPair& layouts : kLayoutPairs) {
+        INFO(Describe("clamp", d,
+                      ShapeText(shape) + " x " + LayoutName(layouts.x) +
+                          " -> out " + LayoutName(layouts.out)));
+        TestTensor x = TestTensor::WithLayout(d, shape, layouts.x);
+        TestTensor out = TestTensor::WithLayout(d, shape, layouts.out);
+        TestTensor hi = TestTensor::WithLayout(d, shape, layouts.out);
+        FillInput(x, seed++);
+        FillRandom(hi, -3, 3, seed++);
+        const double lo = is_float ? -2.5 : -300;
+        CallBuilder call;
+        call.Input(x);
+        if (is_float) {
+          call.InputFloat(lo);
+        } else {
+          call.InputInt(static_cast<int64_t>(lo));
+        }
+        const CallResult r = call.Input(hi).Output(out).Run("clamp", d);
+        INFO(r.message);
+        REQUIRE(r.status == TF_OK);
+        std::vector<double> want;
+        for (int64_t i = 0; i < x.numel(); ++i) {
+          want.push_back(ClampReference(x.Get(i), lo, hi.Get(i)));
+        }
+        ExpectValues(out, want, kExact);
+      }
+    }
+  }
+}
+
 TEST_CASE("clamp propagates NaN and gives max when min > max",
           "[elementwise]") {
   for (tf_dtype d : kFloatDtypes) {

@@ -120,6 +120,34 @@ TEST_CASE("matmul repeats a shared operand across the batch", "[matmul]") {
   }
 }
 
+TEST_CASE("matmul reads stride-0 rows and columns", "[matmul]") {
+  // An operand expanded inside the matrix: a's rows all the same, b's
+  // columns all the same.
+  for (tf_dtype d : kFloatDtypes) {
+    INFO(DtypeName(d));
+    TestTensor a(d, {2, 5, 6}, {6, 0, 1}, 2);
+    TestTensor b(d, {2, 6, 7}, {6, 1, 0}, 1);
+    FillRandom(a, -2, 2, 60);
+    FillRandom(b, -2, 2, 61);
+    TestTensor out = TestTensor::Contiguous(d, {2, 5, 7});
+    REQUIRE(
+        CallBuilder().Input(a).Input(b).Output(out).Run("matmul", d).status ==
+        TF_OK);
+    std::vector<double> want;
+    for (int64_t bi = 0; bi < 2; ++bi) {
+      for (int64_t i = 0; i < 5; ++i) {
+        for (int64_t j = 0; j < 7; ++j) {
+          double sum = 0;
+          for (int64_t p = 0; p < 6; ++p)
+            sum += At(a, bi, i, p) * At(b, bi, p, j);
+          want.push_back(sum);
+        }
+      }
+    }
+    ExpectValues(out, want, {8 * StorageEpsilon(d), 1e-5});
+  }
+}
+
 TEST_CASE("matmul handles empty products", "[matmul]") {
   for (tf_dtype d : kFloatDtypes) {
     // k = 0: every output element is an empty sum, 0.

@@ -47,6 +47,41 @@ int64_t Ravel(const std::vector<int64_t>& idx,
 
 }  // namespace
 
+namespace {
+
+// Softmax along `dim` of x (logical values), stable, in double.
+std::vector<double> SoftmaxReference(const TestTensor& x, int dim) {
+  const std::vector<int64_t>& shape = x.shape();
+  std::vector<double> want(static_cast<size_t>(x.numel()));
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    std::vector<int64_t> idx = x.Unravel(i);
+    if (idx[dim] != 0) continue;  // once per line, from its first element
+    double max = -INFINITY;
+    for (int64_t k = 0; k < shape[dim]; ++k) {
+      idx[dim] = k;
+      max = std::max(max, x.Get(Ravel(idx, shape)));
+    }
+    double sum = 0;
+    for (int64_t k = 0; k < shape[dim]; ++k) {
+      idx[dim] = k;
+      sum += std::exp(x.Get(Ravel(idx, shape)) - max);
+    }
+    for (int64_t k = 0; k < shape[dim]; ++k) {
+      idx[dim] = k;
+      const int64_t flat = Ravel(idx, shape);
+      want[flat] = std::exp(x.Get(flat) - max) / sum;
+    }
+  }
+  return want;
+}
+
+CallResult RunSoftmax(const TestTensor& x, int dim, const TestTensor& out) {
+  return CallBuilder().Input(x).AttrInt(dim).Output(out).Run("softmax",
+                                                             x.dtype());
+}
+
+}  // namespace
+
 TEST_CASE("silu_and_mul matches the reference", "[rowwise]") {
   const std::vector<std::vector<int64_t>> out_shapes = {
       {3, 5}, {2, 3, 17}, {1}, {0, 4}, {4, 0}, {2, 40}};
@@ -128,6 +163,47 @@ TEST_CASE("rms_norm matches the reference", "[rowwise]") {
   }
 }
 
+TEST_CASE("rms_norm and softmax read broadcast inputs", "[rowwise]") {
+  for (tf_dtype d : kFloatDtypes) {
+    // One row seen four times (stride 0 over rows), and one value seen
+    // along every row (stride 0 along the reduced dim).
+    for (int dim : {0, 1}) {
+      INFO(Describe("rms_norm/softmax", d,
+                    "x broadcast over dim " + std::to_string(dim)));
+      TestTensor x = TestTensor::Broadcast(d, {4, 21}, {dim});
+      FillRandom(x, -3, 3, 40 + dim);
+      TestTensor w = TestTensor::Contiguous(d, {21});
+      FillRandom(w, 0.5, 1.5, 50);
+      TestTensor out = TestTensor::Contiguous(d, {4, 21});
+      REQUIRE(CallBuilder()
+                  .Input(x)
+                  .Input(w)
+                  .AttrFloat(1e-6)
+                  .Output(out)
+                  .Run("rms_norm", d)
+                  .status == TF_OK);
+      std::vector<double> want;
+      for (int64_t row = 0; row < 4; ++row) {
+        double sum = 0;
+        for (int64_t j = 0; j < 21; ++j)
+          sum += std::pow(x.Get(row * 21 + j), 2);
+        for (int64_t j = 0; j < 21; ++j) {
+          want.push_back(x.Get(row * 21 + j) / std::sqrt(sum / 21 + 1e-6) *
+                         w.Get(j));
+        }
+      }
+      ExpectValues(out, want, ReductionTolerance(d));
+
+      for (int softmax_dim : {0, 1}) {
+        INFO("softmax dim " << softmax_dim);
+        REQUIRE(RunSoftmax(x, softmax_dim, out).status == TF_OK);
+        ExpectValues(out, SoftmaxReference(x, softmax_dim),
+                     ReductionTolerance(d));
+      }
+    }
+  }
+}
+
 TEST_CASE("rms_norm of a zero row is zero, not NaN", "[rowwise]") {
   for (tf_dtype d : kFloatDtypes) {
     INFO(DtypeName(d));
@@ -148,41 +224,6 @@ TEST_CASE("rms_norm of a zero row is zero, not NaN", "[rowwise]") {
     ExpectValues(out, want, ReductionTolerance(d));
   }
 }
-
-namespace {
-
-// Softmax along `dim` of x (logical values), stable, in double.
-std::vector<double> SoftmaxReference(const TestTensor& x, int dim) {
-  const std::vector<int64_t>& shape = x.shape();
-  std::vector<double> want(static_cast<size_t>(x.numel()));
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    std::vector<int64_t> idx = x.Unravel(i);
-    if (idx[dim] != 0) continue;  // once per line, from its first element
-    double max = -INFINITY;
-    for (int64_t k = 0; k < shape[dim]; ++k) {
-      idx[dim] = k;
-      max = std::max(max, x.Get(Ravel(idx, shape)));
-    }
-    double sum = 0;
-    for (int64_t k = 0; k < shape[dim]; ++k) {
-      idx[dim] = k;
-      sum += std::exp(x.Get(Ravel(idx, shape)) - max);
-    }
-    for (int64_t k = 0; k < shape[dim]; ++k) {
-      idx[dim] = k;
-      const int64_t flat = Ravel(idx, shape);
-      want[flat] = std::exp(x.Get(flat) - max) / sum;
-    }
-  }
-  return want;
-}
-
-CallResult RunSoftmax(const TestTensor& x, int dim, const TestTensor& out) {
-  return CallBuilder().Input(x).AttrInt(dim).Output(out).Run("softmax",
-                                                             x.dtype());
-}
-
-}  // namespace
 
 TEST_CASE("softmax matches the reference along every dim", "[rowwise]") {
   // Shapes with more than 64 neighbouring lines exercise the kernel's
