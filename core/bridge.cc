@@ -108,6 +108,7 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
   is_neg_ = reinterpret_cast<PyMethodDescrObject*>(is_neg)->d_method->ml_meth;
 
   Calibrate(torch_module, major, minor);
+  ProbeNegBit(torch_module);
 
   const char* forced = std::getenv("TORCHFERRY_BRIDGE");
   if (forced != nullptr && forced[0] != '\0' &&
@@ -319,7 +320,8 @@ bool Bridge::ReadTorchTensor(PyObject* obj, const char* what, TensorRef* ref) {
     }
   }
   counts_[static_cast<int>(path_)].fetch_add(1, std::memory_order_relaxed);
-  if (!FillFromHandle(handle, obj, what, ref) || !CheckNotNegated(obj, what)) {
+  if (!FillFromHandle(handle, obj, what, ref) ||
+      !CheckNotNegated(handle, obj, what)) {
     Release(ref);
     return false;
   }
@@ -402,17 +404,90 @@ bool Bridge::FillFromHandle(AtenTensorHandle h, PyObject* obj, const char* what,
 // torch can negate a tensor lazily (x.conj().imag): the memory then holds
 // -value and a bit on the TensorImpl says so. Kernels read memory, so such a
 // tensor would compute with the wrong sign; refuse it instead.
-bool Bridge::CheckNotNegated(PyObject* obj, const char* what) {
-  PyObject* negated = is_neg_(obj, nullptr);
-  if (negated == nullptr) return false;
-  Py_DECREF(negated);
-  if (negated != Py_True) return true;
+bool Bridge::CheckNotNegated(AtenTensorHandle handle, PyObject* obj,
+                             const char* what) {
+  bool negated;
+  if (neg_probe_.ok) {
+    // An at::Tensor is one pointer: its TensorImpl*.
+    const char* impl = *reinterpret_cast<const char* const*>(handle);
+    uint64_t keys;
+    std::memcpy(&keys, impl + neg_probe_.keyset_offset, sizeof(keys));
+    negated = (keys & neg_probe_.negative_mask) != 0;
+  } else {
+    PyObject* result = is_neg_(obj, nullptr);
+    if (result == nullptr) return false;
+    negated = result == Py_True;
+    Py_DECREF(result);
+  }
+  if (!negated) return true;
   return RaiseError(PyExc_TypeError,
                     fmt::format("{}: this tensor has torch's negative bit set "
                                 "(a lazily negated view such as "
                                 "x.conj().imag), so its memory holds -value; "
                                 "pass x.resolve_neg()",
                                 what));
+}
+
+void Bridge::ProbeNegBit(PyObject* torch_module) {
+  NegBitProbe& p = neg_probe_;
+  // A plain tensor, its negated view, and an inference tensor: three
+  // different key sets that must all sit at the same offset.
+  PyObject* plain = PyObject_CallMethod(torch_module, "empty", "(i)", 4);
+  PyObject* negated =
+      plain ? PyObject_CallMethod(torch_module, "_neg_view", "(O)", plain)
+            : nullptr;
+  PyObject* c = PyObject_GetAttrString(torch_module, "_C");
+  PyObject* keys_of = c ? PyObject_GetAttrString(c, "_dispatch_keys") : nullptr;
+  Py_XDECREF(c);
+  auto raw_keys = [&](PyObject* t, uint64_t* raw) {
+    PyObject* keys = PyObject_CallFunctionObjArgs(keys_of, t, nullptr);
+    PyObject* value =
+        keys ? PyObject_CallMethod(keys, "raw_repr", nullptr) : nullptr;
+    *raw = value ? PyLong_AsUnsignedLongLong(value) : 0;
+    Py_XDECREF(value);
+    Py_XDECREF(keys);
+    return value != nullptr && !PyErr_Occurred();
+  };
+  auto impl_of = [](PyObject* t) -> const char* {
+    PyObject* cdata = PyObject_GetAttrString(t, "_cdata");
+    void* impl = cdata ? PyLong_AsVoidPtr(cdata) : nullptr;
+    Py_XDECREF(cdata);
+    return static_cast<const char*>(impl);
+  };
+  uint64_t raw_plain = 0, raw_negated = 0;
+  const char* impl_plain = negated ? impl_of(plain) : nullptr;
+  const char* impl_negated = negated ? impl_of(negated) : nullptr;
+  if (keys_of == nullptr || impl_plain == nullptr || impl_negated == nullptr ||
+      !raw_keys(plain, &raw_plain) || !raw_keys(negated, &raw_negated)) {
+    p.detail = "torch._C._dispatch_keys(t).raw_repr() is unavailable";
+  } else {
+    p.negative_mask = raw_negated & ~raw_plain;
+    // Scan the TensorImpl word by word, stopping at the first match: the key
+    // set lies well inside the object in every torch 2.x (byte 168 - 176),
+    // and the scan never goes past kMaxScan.
+    constexpr Py_ssize_t kMaxScan = 256;
+    for (Py_ssize_t off = sizeof(void*); off < kMaxScan; off += 8) {
+      uint64_t word;
+      std::memcpy(&word, impl_plain + off, sizeof(word));
+      if (word != raw_plain) continue;
+      uint64_t negated_word;
+      std::memcpy(&negated_word, impl_negated + off, sizeof(negated_word));
+      p.ok = negated_word == raw_negated &&
+             __builtin_popcountll(p.negative_mask) == 1;
+      p.keyset_offset = off;
+      break;
+    }
+    p.detail = p.ok ? fmt::format(
+                          "DispatchKeySet at byte {} of TensorImpl, "
+                          "negative bit {:#x}",
+                          p.keyset_offset, p.negative_mask)
+                    : "the DispatchKeySet was not found in the TensorImpl";
+  }
+  if (!p.ok) p.detail += "; checking Tensor.is_neg per tensor instead";
+  Py_XDECREF(keys_of);
+  Py_XDECREF(negated);
+  Py_XDECREF(plain);
+  PyErr_Clear();
 }
 
 bool Bridge::RaiseTorchFailure(const char* getter, PyObject* obj,

@@ -51,6 +51,17 @@ struct OffsetCalibration {
   std::string detail;  // what calibration found, for `info`
 };
 
+// Where the TensorImpl keeps its DispatchKeySet, and which bit of it is
+// DispatchKey::Negative: found at start-up by comparing the words of known
+// tensors with torch._C._dispatch_keys(t).raw_repr(). Without it the bridge
+// asks Tensor.is_neg, which is correct but costs ~50 ns per tensor.
+struct NegBitProbe {
+  bool ok = false;
+  Py_ssize_t keyset_offset = 0;  // bytes into the TensorImpl
+  uint64_t negative_mask = 0;
+  std::string detail;
+};
+
 class Bridge {
  public:
   static Bridge& Get();
@@ -75,6 +86,7 @@ class Bridge {
     return lib_.api.tensor_from_pyobject != nullptr;
   }
   const OffsetCalibration& offset_calibration() const { return calibration_; }
+  const NegBitProbe& neg_bit_probe() const { return neg_probe_; }
   const std::string& path_reason() const { return path_reason_; }
   const TorchLibrary& library() const { return lib_; }
   const std::string& torch_version() const { return torch_version_; }
@@ -98,7 +110,9 @@ class Bridge {
   bool FillFromHandle(AtenTensorHandle handle, PyObject* obj, const char* what,
                       TensorRef* ref);
   bool CheckSubclass(PyTypeObject* type, const char* what);
-  bool CheckNotNegated(PyObject* obj, const char* what);
+  bool CheckNotNegated(AtenTensorHandle handle, PyObject* obj,
+                       const char* what);
+  void ProbeNegBit(PyObject* torch_module);
   void ReleaseShimHandle(TensorRef* ref);
   void ReleaseDlpack(TensorRef* ref);
   void Calibrate(PyObject* torch_module, int major, int minor);
@@ -110,6 +124,7 @@ class Bridge {
   std::string path_reason_;
   std::string torch_version_;
   OffsetCalibration calibration_;
+  NegBitProbe neg_probe_;
   PyTypeObject* tensor_type_ = nullptr;     // torch.Tensor
   PyTypeObject* parameter_type_ = nullptr;  // torch.nn.Parameter
   PyObject* plain_torch_dispatch_ = nullptr;
