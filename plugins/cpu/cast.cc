@@ -115,7 +115,13 @@ inline To Narrow(int64_t i) {
 
 template <typename To, typename From>
 inline To Convert(From v) {
-  return Narrow<To>(Widen(v));
+  if constexpr (std::is_same_v<To, From>) {
+    // A copy, bit for bit: a trip through double would quiet signalling
+    // NaNs.
+    return v;
+  } else {
+    return Narrow<To>(Widen(v));
+  }
 }
 
 // A readable name for an error message, e.g. "int16" or "code 7, 32 bits".
