@@ -1,0 +1,290 @@
+// libFuzzer target: bytes -> a plugin descriptor in memory -> the loader's
+// ValidateDescriptor (loader/validate.cc), exactly as a plugin's entry
+// function would hand it over, minus the dlopen.
+//
+// Every block is allocated with exactly the size the descriptor declares for
+// it (a tf_plugin of `struct_size` bytes, a kernel array of count * stride
+// bytes, strings of their length plus the NUL), so AddressSanitizer reports
+// any read the declared sizes do not allow. Lies the validator cannot detect
+// (an array shorter than a count it accepts) are never generated.
+//
+// After validation, what it accepted must hold up: a valid name, a known
+// kind, and for every kernel it returns a function, a known op, device and
+// dtype, and no key twice. What it refused must come with a message that
+// names the file. Anything else traps.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "abi/torchferry.h"
+#include "byte_reader.h"
+#include "loader/known_values.h"
+#include "loader/op_names.h"
+#include "loader/validate.h"
+
+using torchferry::fuzz::ByteReader;
+
+namespace {
+
+tf_status DummyKernel(const tf_call*) { return TF_OK; }
+
+constexpr tf_dtype kKnownDtypes[] = {
+    {TF_DTYPE_FLOAT, 32, 1}, {TF_DTYPE_FLOAT, 64, 1}, {TF_DTYPE_FLOAT, 16, 1},
+    {TF_DTYPE_BFLOAT, 16, 1}, {TF_DTYPE_INT, 8, 1},   {TF_DTYPE_INT, 16, 1},
+    {TF_DTYPE_INT, 32, 1},   {TF_DTYPE_INT, 64, 1},   {TF_DTYPE_UINT, 8, 1},
+    {TF_DTYPE_BOOL, 8, 1},
+};
+
+// Owns every block of one descriptor; each block is exactly its size.
+struct Arena {
+  std::vector<std::unique_ptr<unsigned char[]>> blocks;
+  unsigned char* Alloc(size_t size) {
+    blocks.emplace_back(new unsigned char[size]);
+    std::memset(blocks.back().get(), 0xa5, size);
+    return blocks.back().get();
+  }
+  const char* String(const std::string& s) {
+    auto* p = reinterpret_cast<char*>(Alloc(s.size() + 1));
+    std::memcpy(p, s.data(), s.size());
+    p[s.size()] = '\0';
+    return p;
+  }
+};
+
+// Writes `value` at `offset` of a block of `size` bytes when it fits.
+template <typename T>
+void Put(unsigned char* block, size_t size, size_t offset, const T& value) {
+  if (offset + sizeof(T) <= size) std::memcpy(block + offset, &value, sizeof(T));
+}
+
+std::string NameBytes(ByteReader& in) {
+  const uint32_t how = in.Pick(4);
+  const size_t length = in.U8() % 80;
+  std::string s = in.Bytes(length);
+  if (how == 0) return "cpu";
+  if (how == 1) {  // only valid characters, any length up to 79
+    static const char kValid[] = "abcdefghijklmnopqrstuvwxyz0123456789_";
+    for (char& c : s) c = kValid[static_cast<unsigned char>(c) % 37];
+  }
+  for (char& c : s) {
+    if (c == '\0') c = 'x';  // the NUL we add is the one terminator
+  }
+  return s;
+}
+
+const char* OpName(ByteReader& in, Arena& arena) {
+  switch (in.Pick(8)) {
+    case 0:
+      return nullptr;
+    case 1: {
+      std::string s = in.Bytes(in.U8() % 100);
+      for (char& c : s) {
+        if (c == '\0') c = 'y';
+      }
+      return arena.String(s);
+    }
+    default: {
+      const auto& names = torchferry::kOpNames;
+      return arena.String(std::string(names[in.U8() % names.size()]));
+    }
+  }
+}
+
+[[noreturn]] void Broken(const char* what) {
+  std::fprintf(stderr, "fuzz_descriptor: %s\n", what);
+  std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  ByteReader in(data, size);
+  Arena arena;
+  const uint32_t host_minor = in.Pick(3);
+
+  // tf_plugin, allocated at its declared size.
+  size_t declared;
+  switch (in.Pick(8)) {
+    case 0: declared = 0; break;
+    case 1: declared = 8; break;
+    case 2: declared = 16; break;
+    case 3: declared = torchferry::kPluginV1Size - 8; break;
+    case 5: declared = sizeof(tf_plugin) + 16; break;
+    case 6: declared = in.Raw<uint16_t>(); break;
+    default: declared = sizeof(tf_plugin); break;
+  }
+  const size_t plugin_bytes = declared < 8 ? 8 : declared;
+  unsigned char* plugin = arena.Alloc(plugin_bytes);
+  Put(plugin, plugin_bytes, offsetof(tf_plugin, struct_size), declared);
+
+  uint32_t major = 1, minor = 0;
+  switch (in.Pick(4)) {
+    case 2: major = 2; break;
+    case 3: major = in.Raw<uint32_t>(); break;
+    default: break;
+  }
+  switch (in.Pick(4)) {
+    case 1: minor = 1; break;
+    case 2: minor = 2; break;
+    case 3: minor = in.Raw<uint32_t>(); break;
+    default: break;
+  }
+  Put(plugin, plugin_bytes, offsetof(tf_plugin, abi_version_major), major);
+  Put(plugin, plugin_bytes, offsetof(tf_plugin, abi_version_minor), minor);
+
+  const char* name = in.Pick(6) == 0 ? nullptr : arena.String(NameBytes(in));
+  Put(plugin, plugin_bytes, offsetof(tf_plugin, name), name);
+  const char* version = nullptr;
+  switch (in.Pick(3)) {
+    case 1: {
+      std::string v = in.Bytes(in.U8() + in.U8());
+      for (char& c : v) {
+        if (c == '\0') c = 'v';
+      }
+      version = arena.String(v);
+      break;
+    }
+    case 2: version = "1.0"; break;
+    default: break;
+  }
+  Put(plugin, plugin_bytes, offsetof(tf_plugin, version), version);
+  int32_t kind = 0;
+  switch (in.Pick(4)) {
+    case 1: kind = 1; break;
+    case 2: kind = 7; break;
+    case 3: kind = in.Raw<int32_t>(); break;
+    default: break;
+  }
+  Put(plugin, plugin_bytes, offsetof(tf_plugin, kind), kind);
+
+  // The kernel array: `count` entries of `stride` bytes, all really there
+  // whenever the validator may read them.
+  size_t count = 0;
+  switch (in.Pick(6)) {
+    case 0: count = 0; break;
+    case 4: count = in.Raw<uint64_t>(); break;
+    case 5: count = torchferry::kMaxKernels + 1; break;
+    default: count = in.U8() % 33; break;
+  }
+  size_t stride;
+  switch (in.Pick(7)) {
+    case 1: stride = sizeof(tf_kernel) + 8; break;
+    case 2: stride = torchferry::kKernelV1Size - 8; break;
+    case 3: stride = 0; break;
+    case 4: stride = torchferry::kMaxKernelStructSize; break;
+    case 5: stride = torchferry::kMaxKernelStructSize + 8; break;
+    case 6: stride = in.Raw<uint16_t>(); break;
+    default: stride = sizeof(tf_kernel); break;
+  }
+  const bool null_kernels = in.Pick(8) == 0;
+  const bool stride_ok = stride >= torchferry::kKernelV1Size &&
+                         stride <= torchferry::kMaxKernelStructSize;
+  if (count > torchferry::kMaxKernels) {
+    // Refused on the count alone: one entry is all there is.
+  } else if (count > 256) {
+    count = 256;  // the truth must fit in memory
+  }
+  unsigned char* kernels = nullptr;
+  if (!null_kernels && count > 0) {
+    size_t entries = count <= torchferry::kMaxKernels ? count : 1;
+    size_t bytes = stride_ok ? entries * stride : sizeof(size_t);
+    kernels = arena.Alloc(bytes);
+    for (size_t i = 0; i < entries; ++i) {
+      unsigned char* k = kernels + i * (stride_ok ? stride : 0);
+      const size_t room = stride_ok ? stride : bytes;
+      // kernels[0].struct_size IS the array's stride; later entries may
+      // disagree with it (the validator must refuse that).
+      size_t own_size =
+          i > 0 && in.Pick(8) == 0 ? in.Raw<uint16_t>() : stride;
+      Put(k, room, offsetof(tf_kernel, struct_size), own_size);
+      if (!stride_ok) break;  // only kernels[0].struct_size is read
+      Put(k, room, offsetof(tf_kernel, op), OpName(in, arena));
+      int32_t device;
+      switch (in.Pick(6)) {
+        case 0: device = TF_DEVICE_CPU; break;
+        case 1: device = TF_DEVICE_CUDA; break;
+        case 2: device = TF_DEVICE_CUDA_HOST; break;
+        case 3: device = TF_DEVICE_ROCM; break;
+        case 4: device = TF_DEVICE_META; break;
+        default: device = in.Raw<int32_t>(); break;
+      }
+      Put(k, room, offsetof(tf_kernel, device_type), device);
+      tf_dtype dtype = kKnownDtypes[in.Pick(10)];
+      if (in.Pick(4) == 0) {
+        dtype.code = in.U8();
+        dtype.bits = in.U8();
+        dtype.lanes = in.Raw<uint16_t>();
+      }
+      Put(k, room, offsetof(tf_kernel, dtype), dtype);
+      tf_kernel_fn fn = in.Pick(10) == 0 ? nullptr : &DummyKernel;
+      Put(k, room, offsetof(tf_kernel, fn), fn);
+      Put(k, room, offsetof(tf_kernel, kernel_data),
+          static_cast<void*>(nullptr));
+    }
+  }
+  Put(plugin, plugin_bytes, offsetof(tf_plugin, kernels),
+      reinterpret_cast<const tf_kernel*>(kernels));
+  Put(plugin, plugin_bytes, offsetof(tf_plugin, num_kernels), count);
+  Put(plugin, plugin_bytes, offsetof(tf_plugin, init),
+      static_cast<void*>(nullptr));
+  Put(plugin, plugin_bytes, offsetof(tf_plugin, set_option),
+      static_cast<void*>(nullptr));
+
+  const auto* descriptor = reinterpret_cast<const tf_plugin*>(plugin);
+  torchferry::ValidationResult r = torchferry::ValidateDescriptor(
+      in.Pick(16) == 0 ? nullptr : descriptor, "fuzz.so", TF_ABI_VERSION_MAJOR,
+      host_minor);
+
+  if (!r.ok) {
+    if (r.error.rfind("fuzz.so: ", 0) != 0) Broken("refused without naming the file");
+    if (!r.kernels.empty()) Broken("refused but returned kernels");
+    return 0;
+  }
+  // Accepted: everything it hands on must be what the ABI allows.
+  if (r.name.empty() || r.name.size() > torchferry::kMaxNameLength) {
+    Broken("accepted a name of a bad length");
+  }
+  for (char c : r.name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) {
+      Broken("accepted a name with a character outside [a-z0-9_]");
+    }
+  }
+  if (r.kind != TF_PLUGIN_NATIVE && r.kind != TF_PLUGIN_FALLBACK) {
+    Broken("accepted an unknown kind");
+  }
+  if (r.abi_major != TF_ABI_VERSION_MAJOR) Broken("accepted another major");
+  if (r.kernels.size() + r.notes.size() != count) {
+    Broken("kernels plus notes do not add up to num_kernels");
+  }
+  if (!r.notes.empty() && r.abi_minor <= host_minor) {
+    Broken("skipped an unknown op of a plugin that is not newer");
+  }
+  std::set<std::tuple<int, int32_t, uint8_t, uint8_t>> keys;
+  for (const torchferry::ValidatedKernel& v : r.kernels) {
+    const tf_kernel* k = v.kernel;
+    if (k->fn == nullptr) Broken("accepted a NULL kernel function");
+    if (v.op_index < 0 ||
+        v.op_index >= static_cast<int>(torchferry::kOpNames.size()) ||
+        torchferry::kOpNames[v.op_index] != k->op) {
+      Broken("accepted an op index that is not the kernel's op");
+    }
+    if (!torchferry::IsKnownDeviceType(k->device_type) ||
+        k->device_type == TF_DEVICE_META) {
+      Broken("accepted an unknown device type");
+    }
+    if (!torchferry::IsKnownDtype(k->dtype) || k->dtype.lanes != 1) {
+      Broken("accepted an unknown dtype");
+    }
+    if (!keys.insert({v.op_index, k->device_type, k->dtype.code, k->dtype.bits})
+             .second) {
+      Broken("accepted the same (op, device, dtype) twice");
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,240 @@
+"""Writes the seed corpora under tests/hardening/corpus/, one folder per fuzz
+target, from the readable descriptions below. Each fuzz target reads its input
+front to back (fuzz/byte_reader.h), one field per read; a seed spells those
+fields out in the order the target reads them, so that fuzzing starts from
+every case worth having instead of from nothing.
+
+    python tests/hardening/make_corpus.py     # rewrites the seed files
+"""
+
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+OPS = ["abs", "neg", "exp", "silu", "add", "mul", "clamp", "stack", "cast", "silu_and_mul",
+       "rms_norm", "softmax", "matmul", "noop"]
+
+# --- fuzz_descriptor ---------------------------------------------------------
+# Dtype indices into kKnownDtypes: 0 float32, 1 float64, 2 float16, 3 bfloat16,
+# 4 int8, 5 int16, 6 int32, 7 int64, 8 uint8, 9 bool.
+
+
+def u16(v):
+    return struct.pack("<H", v)
+
+
+def u32(v):
+    return struct.pack("<I", v)
+
+
+def i32(v):
+    return struct.pack("<i", v)
+
+
+def u64(v):
+    return struct.pack("<Q", v)
+
+
+def kernel(op=0, device=0, dtype=0, raw_dtype=None, fn=1, own_size=None):
+    """One kernel entry (at most 32 in a seed): op is an index into the op
+    list (or None for NULL,
+    or bytes for a made-up name); device is the choice byte (0 cpu, 1 cuda,
+    2 cuda_host, 3 rocm, 4 meta) or ('raw', value)."""
+    b = bytes([0]) + u16(own_size) if own_size is not None else bytes([1])
+    if op is None:
+        b += bytes([0])
+    elif isinstance(op, bytes):
+        b += bytes([1, len(op)]) + op
+    else:
+        b += bytes([2, op])
+    if isinstance(device, tuple):
+        b += bytes([5]) + i32(device[1])
+    else:
+        b += bytes([device])
+    b += bytes([dtype])
+    if raw_dtype is not None:
+        code, bits, lanes = raw_dtype
+        b += bytes([0, code, bits]) + u16(lanes)
+    else:
+        b += bytes([1])
+    b += bytes([1 if fn else 0])
+    return b
+
+
+def descriptor(host_minor=0, size=7, major=0, minor=0, name=b"cpu", valid_name=False,
+               version=2, kind=0, count=None, stride=0, null_kernels=False, kernels=(),
+               null_descriptor=False):
+    """size/major/minor/version/kind/stride are the choice bytes the target
+    reads (see fuzz_descriptor.cc); count None means len(kernels)."""
+    b = bytes([host_minor, size])
+    b += bytes([major]) if not isinstance(major, tuple) else bytes([3]) + u32(major[1])
+    b += bytes([minor]) if not isinstance(minor, tuple) else bytes([3]) + u32(minor[1])
+    if name is None:
+        b += bytes([0])
+    elif name == b"cpu":
+        b += bytes([1, 0, 0])
+    else:
+        b += bytes([1, 1 if valid_name else 2, len(name)]) + name
+    b += bytes([version])
+    b += bytes([kind]) if not isinstance(kind, tuple) else bytes([3]) + i32(kind[1])
+    n = len(kernels) if count is None else count
+    if n == "max+1":
+        b += bytes([5])
+    elif isinstance(n, tuple):
+        b += bytes([4]) + u64(n[1])
+    else:
+        b += bytes([1, n])
+    b += bytes([stride]) if not isinstance(stride, tuple) else bytes([6]) + u16(stride[1])
+    b += bytes([0 if null_kernels else 1])
+    for i, k in enumerate(kernels):
+        b += k if i > 0 else k[1:]  # kernels[0] reads no own-size choice
+    b += bytes([0 if null_descriptor else 1])
+    return b
+
+
+def descriptor_seeds():
+    abs_f32 = kernel(op=0)
+    add_f32 = kernel(op=4)
+    add_f64 = kernel(op=4, dtype=1)
+    seeds = {
+        "valid_three_kernels": descriptor(kernels=[abs_f32, add_f32, add_f64]),
+        "valid_no_kernels": descriptor(kernels=[]),
+        "valid_every_op_cpu": descriptor(kernels=[kernel(op=i) for i in range(len(OPS))]),
+        "valid_cuda_bf16": descriptor(kernels=[kernel(op=0, device=1, dtype=3)]),
+        "fallback_kind": descriptor(kind=1, kernels=[abs_f32]),
+        "major_2": descriptor(major=2, kernels=[abs_f32]),
+        "major_raw": descriptor(major=(3, 0xFFFFFFFF), kernels=[abs_f32]),
+        "newer_minor_unknown_op": descriptor(minor=1, kernels=[abs_f32, kernel(op=b"gelu")]),
+        "older_host_unknown_op": descriptor(minor=0, kernels=[kernel(op=b"op_from_the_future")]),
+        "size_zero": descriptor(size=0, kernels=[abs_f32]),
+        "size_8": descriptor(size=1, kernels=[abs_f32]),
+        "size_16": descriptor(size=2, kernels=[abs_f32]),
+        "size_v1_minus_8": descriptor(size=3, kernels=[abs_f32]),
+        "size_larger": descriptor(size=5, kernels=[abs_f32]),
+        "name_null": descriptor(name=None, kernels=[abs_f32]),
+        "name_empty": descriptor(name=b"", kernels=[abs_f32]),
+        "name_bad_chars": descriptor(name=b"Bad Name!", kernels=[abs_f32]),
+        "name_64": descriptor(name=b"a" * 64, valid_name=True, kernels=[abs_f32]),
+        "name_63": descriptor(name=b"b" * 63, valid_name=True, kernels=[abs_f32]),
+        "kind_7": descriptor(kind=2, kernels=[abs_f32]),
+        "kind_raw": descriptor(kind=(3, -1), kernels=[abs_f32]),
+        "count_huge": descriptor(count=(4, 1 << 40), kernels=[]),
+        "count_max_plus_one": descriptor(count="max+1", kernels=[abs_f32]),
+        "kernels_null": descriptor(null_kernels=True, count=2, kernels=[]),
+        "stride_small": descriptor(stride=2, kernels=[abs_f32]),
+        "stride_zero": descriptor(stride=3, kernels=[abs_f32]),
+        "stride_4096": descriptor(stride=4, kernels=[abs_f32, add_f32]),
+        "stride_4104": descriptor(stride=5, kernels=[abs_f32]),
+        "stride_larger": descriptor(stride=1, kernels=[abs_f32, add_f32]),
+        "mixed_kernel_sizes": descriptor(kernels=[abs_f32, kernel(op=1, own_size=48)]),
+        "fn_null": descriptor(kernels=[abs_f32, kernel(op=1, fn=0)]),
+        "op_null": descriptor(kernels=[abs_f32, kernel(op=None)]),
+        "op_long": descriptor(kernels=[kernel(op=b"x" * 99)]),
+        "dtype_bad_code": descriptor(kernels=[kernel(op=0, raw_dtype=(3, 32, 1))]),
+        "dtype_lanes_4": descriptor(kernels=[kernel(op=0, raw_dtype=(2, 32, 4))]),
+        "device_meta": descriptor(kernels=[kernel(op=0, device=4)]),
+        "device_7": descriptor(kernels=[kernel(op=0, device=("raw", 7))]),
+        "duplicate_kernel": descriptor(kernels=[abs_f32, add_f32, kernel(op=0)]),
+        "null_descriptor": descriptor(kernels=[abs_f32], null_descriptor=True),
+    }
+    return seeds
+
+
+# --- fuzz_call_args ----------------------------------------------------------
+# Read order (fuzz_call_args.cc): op, then per op its dtype, ranks, dims,
+# layouts and fill bytes, the out's kind, scalars. Past the end every read is
+# 0, so these spell out the first fields and let zeros (or the filler) do the
+# rest: a seed per op and dtype family, with tensors of rank 1 to 3.
+
+
+def call_seeds():
+    seeds = {}
+    # byte meanings: dtype index (0 float32 .. 9 bool); Rank byte r -> r % 5;
+    # Dim byte v -> 1 + v % 5; slack (Pick 4: 1 = none); layout (Pick 6: 0
+    # compact, 1 transposed, 2 arbitrary, 3 expanded, 4 sliced); fill seed;
+    # extreme (Pick 8: 1 = small values); out kind (Pick 16: 5 = fresh).
+    def tensor(rank, dims, layout=0):
+        return bytes([rank]) + bytes(dims) + bytes([1, layout, 7, 1])
+    for op_index, op in enumerate(OPS):
+        for dtype, label in ((0, "f32"), (6, "i32"), (2, "f16")):
+            body = bytes([op_index, dtype])
+            if op in ("add", "mul"):
+                body += tensor(2, [2, 3]) + bytes([5]) + tensor(2, [0, 3]) + bytes([0, 5, 5])
+            elif op == "matmul":
+                body = bytes([op_index, dtype]) + bytes([1, 2, 3, 0, 0, 0]) + bytes([1, 0, 7, 1]) * 2
+            elif op == "stack":
+                body += bytes([1]) + tensor(2, [1, 2]) + tensor(2, [1, 2]) + bytes([2, 5])
+            elif op == "clamp":
+                body += tensor(2, [2, 3]) + bytes([1, 2]) + bytes([4]) + tensor(1, [3])
+            else:
+                body += tensor(2, [2, 3]) + bytes([5])
+            seeds[f"{op}_{label}"] = body + bytes([5]) * 24
+        # A transposed and an expanded input, an aliasing out, a wrong out.
+        seeds[f"{op}_transposed"] = bytes([op_index, 0]) + tensor(3, [1, 2, 3], layout=1) + bytes([5] * 24)
+        seeds[f"{op}_expanded"] = bytes([op_index, 1]) + tensor(2, [3, 4], layout=3) + bytes([5] * 24)
+        seeds[f"{op}_alias_out"] = bytes([op_index, 0]) + tensor(1, [4]) + bytes([3, 0]) + bytes([5] * 24)
+        seeds[f"{op}_shifted_out"] = bytes([op_index, 0]) + bytes([1, 3, 0, 0, 7, 1, 4, 0]) + bytes([5] * 24)
+        seeds[f"{op}_wrong_out"] = bytes([op_index, 0]) + tensor(1, [4]) + bytes([0, 2, 2]) + bytes([5] * 24)
+    return seeds
+
+
+# --- fuzz_dlpack_import ------------------------------------------------------
+# Read order: behaviour (Pick 16: 0 refuses max_version, 1 not a capsule,
+# 2 wrong name, 3 raises, else a capsule), versioned bit, writable bit, ndim
+# choice (Pick 8: 0-4 -> that many dims, 5 negative, 6 16..71, 7 raw int32),
+# then for each dim from the last: size choice (Pick 8: 0-5 -> that size,
+# 6 negative, 7 raw int64), stride choice (Pick 4: 0 compact, 1 zero,
+# 2 negative, 3 raw int64); then NULL strides (Pick 6 == 0), NULL data
+# (Pick 8 == 0), device (Pick 8 == 0 raw, else Pick 4 == 0 cuda), device id,
+# dtype index, raw dtype (Pick 8 == 0), byte_offset choice, NULL deleter,
+# versioned minor, read-only bit.
+
+
+def dlpack_seeds():
+    def seed(behaviour=4, versioned=0, writable=0, ndim=2, dims=((3, 0), (2, 0)), tail=b""):
+        b = bytes([behaviour, versioned, writable, ndim])
+        for size, stride in dims:
+            b += bytes([size, stride])
+        return b + (tail or bytes([1, 1, 1, 1, 1, 0, 1, 2, 1, 1, 0]))
+
+    return {
+        "float32_2d": seed(),
+        "float64_3d": seed(ndim=3, dims=((1, 0), (2, 0), (3, 0)),
+                           tail=bytes([1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 0])),
+        "scalar": seed(ndim=0, dims=()),
+        "versioned": seed(versioned=1),
+        "versioned_read_only_out": seed(versioned=1, writable=1,
+                                        tail=bytes([1, 1, 1, 1, 1, 0, 1, 2, 1, 1, 1])),
+        "refuses_max_version": seed(behaviour=0),
+        "not_a_capsule": seed(behaviour=1),
+        "wrong_capsule_name": seed(behaviour=2),
+        "raises": seed(behaviour=3),
+        "negative_ndim": bytes([4, 0, 0, 5, 0]) + bytes([1] * 12),
+        "negative_size": seed(dims=((6, 0), (2, 0))),
+        "huge_size": seed(dims=((7, 0), (2, 0))) [:6] + u64(1 << 62) + bytes([0, 2, 0]) + bytes([1] * 11),
+        "zero_stride": seed(dims=((3, 1), (2, 1))),
+        "negative_stride": seed(dims=((3, 2), (2, 0))),
+        "null_strides_2d": seed(tail=bytes([0, 1, 1, 1, 1, 0, 1, 2, 1, 1, 0])),
+        "null_data": seed(tail=bytes([1, 0, 1, 1, 1, 0, 1, 2, 1, 1, 0])),
+        "cuda_device": seed(tail=bytes([1, 1, 1, 0, 1, 0, 1, 2, 1, 1, 0])),
+        "unknown_dtype": seed(tail=bytes([1, 1, 1, 1, 1, 0, 0, 3, 32, 1, 0, 2, 1, 1, 0])),
+        "deep_ndim": bytes([4, 0, 0, 6, 4]) + bytes([1, 0] * 24) + bytes([1] * 11),
+    }
+
+
+def write(folder, seeds):
+    path = os.path.join(HERE, "corpus", folder)
+    os.makedirs(path, exist_ok=True)
+    for old in os.listdir(path):
+        os.remove(os.path.join(path, old))
+    for name, data in sorted(seeds.items()):
+        with open(os.path.join(path, name), "wb") as f:
+            f.write(data)
+    print(f"{len(seeds)} seeds in tests/hardening/corpus/{folder}")
+
+
+if __name__ == "__main__":
+    write("descriptor", descriptor_seeds())
+    write("call_args", call_seeds())
+    write("dlpack_import", dlpack_seeds())
