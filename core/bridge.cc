@@ -14,6 +14,19 @@ namespace {
 constexpr const char* kPathNames[kNumBridgePaths] = {"shim", "offset",
                                                      "dlpack"};
 
+// Every Read and Release runs with the GIL held, which already serialises
+// them: a relaxed load and store (no locked instruction) keeps the counts
+// exact at a fraction of an atomic increment's cost. Free-threaded CPython
+// has no GIL, so there the count is a real atomic add.
+inline void Bump(std::atomic<uint64_t>& counter) {
+#ifdef Py_GIL_DISABLED
+  counter.fetch_add(1, std::memory_order_relaxed);
+#else
+  counter.store(counter.load(std::memory_order_relaxed) + 1,
+                std::memory_order_relaxed);
+#endif
+}
+
 uint32_t ContiguityFlag(int64_t ndim, const int64_t* shape,
                         const int64_t* strides) {
   int64_t expected = 1;
@@ -307,7 +320,7 @@ bool Bridge::ReadTorchTensor(PyObject* obj, const char* what, TensorRef* ref) {
       return RaiseTorchFailure("torch_tensor_from_pyobject", obj, what);
     }
     ref->owned_handle = handle;
-    shim_created_.fetch_add(1, std::memory_order_relaxed);
+    Bump(shim_created_);
   } else {
     char* base = reinterpret_cast<char*>(obj);
     if (calibration_.borrowed_flag_offset >= 0 &&
@@ -319,7 +332,7 @@ bool Bridge::ReadTorchTensor(PyObject* obj, const char* what, TensorRef* ref) {
           reinterpret_cast<AtenTensorHandle>(base + calibration_.tensor_offset);
     }
   }
-  counts_[static_cast<int>(path_)].fetch_add(1, std::memory_order_relaxed);
+  Bump(counts_[static_cast<int>(path_)]);
   if (!FillFromHandle(handle, obj, what, ref) ||
       !CheckNotNegated(handle, obj, what)) {
     Release(ref);
@@ -506,7 +519,7 @@ bool Bridge::RaiseTorchFailure(const char* getter, PyObject* obj,
 void Bridge::ReleaseShimHandle(TensorRef* ref) {
   lib_.api.delete_tensor_object(ref->owned_handle);
   ref->owned_handle = nullptr;
-  shim_deleted_.fetch_add(1, std::memory_order_relaxed);
+  Bump(shim_deleted_);
 }
 
 bool Bridge::ReadDlpack(PyObject* obj, const char* what, bool writable,
@@ -566,8 +579,7 @@ bool Bridge::ReadDlpack(PyObject* obj, const char* what, bool writable,
                                   "other than a DLPack capsule",
                                   what, Py_TYPE(obj)->tp_name));
   }
-  counts_[static_cast<int>(BridgePath::kDlpack)].fetch_add(
-      1, std::memory_order_relaxed);
+  Bump(counts_[static_cast<int>(BridgePath::kDlpack)]);
   tf_tensor& v = ref->view;
   if (dl->device.device_type == TF_DEVICE_CPU ||
       dl->device.device_type == TF_DEVICE_CUDA) {
