@@ -1,6 +1,7 @@
 // The pointwise ops: abs, neg, exp, silu, add, mul, clamp. Each is a small
 // arithmetic functor over the compute type (float32 for the 16-bit floats)
-// run by the engine in map.h, which handles layouts and in-place aliasing.
+// run by the engine in map.h, which handles layouts and in-place aliasing;
+// float16 and bfloat16 run on float32 blocks (MapBlocked).
 #include <cmath>
 #include <limits>
 
@@ -8,6 +9,7 @@
 #include "dtype.h"
 #include "kernel_table.h"
 #include "map.h"
+#include "vmath.h"
 
 namespace torchferry::cpu {
 namespace {
@@ -18,9 +20,14 @@ tf_status RunUnary(const tf_call* call, const char* name, Op op) {
   if (tf_status s = CheckArity(call, name, 1, 0, 1); s != TF_OK) return s;
   const tf_tensor& x = TensorArg(call->inputs, 0);
   const tf_tensor& out = call->outputs[0];
-  const bool done =
-      Map1(out.ndim, out.shape, ViewOf<T>(out), ViewOf<const T>(x),
-           [op](T v) { return Store<T>(op(Load(v))); });
+  bool done;
+  if constexpr (kBlocked<T>) {
+    done =
+        MapBlocked(out.ndim, out.shape, ViewOf<T>(out), op, ViewOf<const T>(x));
+  } else {
+    done = Map1(out.ndim, out.shape, ViewOf<T>(out), ViewOf<const T>(x),
+                [op](T v) { return Store<T>(op(Load(v))); });
+  }
   return done ? TF_OK : TooManyDims(call, name, out.ndim);
 }
 
@@ -30,10 +37,15 @@ tf_status RunBinary(const tf_call* call, const char* name, Op op) {
   const tf_tensor& x = TensorArg(call->inputs, 0);
   const tf_tensor& y = TensorArg(call->inputs, 1);
   const tf_tensor& out = call->outputs[0];
-  const bool done =
-      Map2(out.ndim, out.shape, ViewOf<T>(out), ViewOf<const T>(x),
-           ViewOf<const T>(y),
-           [op](T a, T b) { return Store<T>(op(Load(a), Load(b))); });
+  bool done;
+  if constexpr (kBlocked<T>) {
+    done = MapBlocked(out.ndim, out.shape, ViewOf<T>(out), op,
+                      ViewOf<const T>(x), ViewOf<const T>(y));
+  } else {
+    done = Map2(out.ndim, out.shape, ViewOf<T>(out), ViewOf<const T>(x),
+                ViewOf<const T>(y),
+                [op](T a, T b) { return Store<T>(op(Load(a), Load(b))); });
+  }
   return done ? TF_OK : TooManyDims(call, name, out.ndim);
 }
 
@@ -69,7 +81,7 @@ struct Exp {
   static constexpr const char* kName = "exp";
   template <typename T>
   static tf_status Run(const tf_call* call) {
-    return RunUnary<T>(call, kName, [](ComputeOf<T> v) { return std::exp(v); });
+    return RunUnary<T>(call, kName, [](ComputeOf<T> v) { return ExpOf(v); });
   }
 };
 
@@ -78,8 +90,7 @@ struct Silu {
   template <typename T>
   static tf_status Run(const tf_call* call) {
     using C = ComputeOf<T>;
-    return RunUnary<T>(call, kName,
-                       [](C v) { return v / (C{1} + std::exp(-v)); });
+    return RunUnary<T>(call, kName, [](C v) { return v / (C{1} + ExpOf(-v)); });
   }
 };
 
@@ -212,21 +223,28 @@ struct Clamp {
     }
     const tf_tensor& x = TensorArg(call->inputs, 0);
     const tf_tensor& out = call->outputs[0];
-    const bool done = Map3(out.ndim, out.shape, ViewOf<T>(out),
-                           ViewOf<const T>(x), lo, hi, [](T xs, T los, T his) {
-                             const C v = Load(xs), l = Load(los), h = Load(his);
-                             // min(max(v, l), h): with l > h the result is h,
-                             // as in torch. A NaN in v survives both
-                             // comparisons; a NaN bound makes the result NaN,
-                             // as torch's clamp does.
-                             C r = v < l ? l : v;
-                             r = r > h ? h : r;
-                             if constexpr (kIsFloating<T>) {
-                               r = l != l ? l : r;
-                               r = h != h ? h : r;
-                             }
-                             return Store<T>(r);
-                           });
+    // min(max(v, l), h): with l > h the result is h, as in torch. A NaN in
+    // v survives both comparisons; a NaN bound makes the result NaN, as
+    // torch's clamp does.
+    const auto clamp = [](C v, C l, C h) {
+      C r = v < l ? l : v;
+      r = r > h ? h : r;
+      if constexpr (kIsFloating<T>) {
+        r = l != l ? l : r;
+        r = h != h ? h : r;
+      }
+      return r;
+    };
+    bool done;
+    if constexpr (kBlocked<T>) {
+      done = MapBlocked(out.ndim, out.shape, ViewOf<T>(out), clamp,
+                        ViewOf<const T>(x), lo, hi);
+    } else {
+      done = Map3(out.ndim, out.shape, ViewOf<T>(out), ViewOf<const T>(x), lo,
+                  hi, [clamp](T xs, T los, T his) {
+                    return Store<T>(clamp(Load(xs), Load(los), Load(his)));
+                  });
+    }
     return done ? TF_OK : TooManyDims(call, kName, out.ndim);
   }
 };

@@ -13,8 +13,11 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "call.h"
+#include "convert.h"
+#include "isa.h"
 #include "strided.h"
 
 namespace torchferry::cpu {
@@ -25,63 +28,59 @@ namespace detail {
 // elementwise ops allow. The __restrict loops let the compiler vectorise
 // without runtime overlap checks; exact aliasing takes the plain copies,
 // which are correct for it because each element is read before it is written.
-template <typename O, typename A, typename F>
-inline void FlatLoop1(O* __restrict o, const A* __restrict a, int64_t n,
-                      const F& f) {
-  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i]);
+// Each loop exists for the baseline and for AVX2 (see isa.h).
+template <typename O, typename F, typename... P>
+TF_CPU_FLATTEN void FlatLoopBase(O* __restrict o, int64_t n, const F& f,
+                                 const P* __restrict... in) {
+  for (int64_t i = 0; i < n; ++i) o[i] = f(in[i]...);
 }
-template <typename O, typename A, typename F>
-inline void FlatLoop1Aliased(O* o, const A* a, int64_t n, const F& f) {
-  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i]);
+template <typename O, typename F, typename... P>
+TF_CPU_AVX2 TF_CPU_FLATTEN void FlatLoopAvx2(O* __restrict o, int64_t n,
+                                             const F& f,
+                                             const P* __restrict... in) {
+  for (int64_t i = 0; i < n; ++i) o[i] = f(in[i]...);
 }
-template <typename O, typename A, typename B, typename F>
-inline void FlatLoop2(O* __restrict o, const A* __restrict a,
-                      const B* __restrict b, int64_t n, const F& f) {
-  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
+template <typename O, typename F, typename... P>
+TF_CPU_FLATTEN void FlatLoopAliasedBase(O* o, int64_t n, const F& f,
+                                        const P*... in) {
+  for (int64_t i = 0; i < n; ++i) o[i] = f(in[i]...);
 }
-template <typename O, typename A, typename B, typename F>
-inline void FlatLoop2Aliased(O* o, const A* a, const B* b, int64_t n,
-                             const F& f) {
-  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
+template <typename O, typename F, typename... P>
+TF_CPU_AVX2 TF_CPU_FLATTEN void FlatLoopAliasedAvx2(O* o, int64_t n, const F& f,
+                                                    const P*... in) {
+  for (int64_t i = 0; i < n; ++i) o[i] = f(in[i]...);
 }
-template <typename O, typename A, typename B, typename C, typename F>
-inline void FlatLoop3(O* __restrict o, const A* __restrict a,
-                      const B* __restrict b, const C* __restrict c, int64_t n,
-                      const F& f) {
-  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i], c[i]);
-}
-template <typename O, typename A, typename B, typename C, typename F>
-inline void FlatLoop3Aliased(O* o, const A* a, const B* b, const C* c,
-                             int64_t n, const F& f) {
-  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i], c[i]);
+
+template <typename O, typename F, typename... P>
+inline void FlatLoop(bool aliased, O* o, int64_t n, const F& f,
+                     const P*... in) {
+  if (aliased) {
+    if (UseAvx2()) {
+      FlatLoopAliasedAvx2(o, n, f, in...);
+    } else {
+      FlatLoopAliasedBase(o, n, f, in...);
+    }
+  } else if (UseAvx2()) {
+    FlatLoopAvx2(o, n, f, in...);
+  } else {
+    FlatLoopBase(o, n, f, in...);
+  }
 }
 
 inline bool Same(const void* a, const void* b) { return a == b; }
 
 template <typename O, typename A, typename F>
 inline void Flat1(O* o, const A* a, int64_t n, const F& f) {
-  if (Same(o, a)) {
-    FlatLoop1Aliased(o, a, n, f);
-  } else {
-    FlatLoop1(o, a, n, f);
-  }
+  FlatLoop(Same(o, a), o, n, f, a);
 }
 template <typename O, typename A, typename B, typename F>
 inline void Flat2(O* o, const A* a, const B* b, int64_t n, const F& f) {
-  if (Same(o, a) || Same(o, b)) {
-    FlatLoop2Aliased(o, a, b, n, f);
-  } else {
-    FlatLoop2(o, a, b, n, f);
-  }
+  FlatLoop(Same(o, a) || Same(o, b), o, n, f, a, b);
 }
 template <typename O, typename A, typename B, typename C, typename F>
 inline void Flat3(O* o, const A* a, const B* b, const C* c, int64_t n,
                   const F& f) {
-  if (Same(o, a) || Same(o, b) || Same(o, c)) {
-    FlatLoop3Aliased(o, a, b, c, n, f);
-  } else {
-    FlatLoop3(o, a, b, c, n, f);
-  }
+  FlatLoop(Same(o, a) || Same(o, b) || Same(o, c), o, n, f, a, b, c);
 }
 
 inline int64_t NumelOf(int ndim, const int64_t* shape) {
@@ -188,6 +187,104 @@ bool Map3(int ndim, const int64_t* shape, View<O> out, View<const A> a,
         o[i * st[0]] = f(pa[i * st[1]], pb[i * st[2]], pc[i * st[3]]);
       }
     }
+  });
+  return true;
+}
+
+// ---- 16-bit floats: compute on float32 blocks ------------------------------
+
+namespace detail {
+
+constexpr int64_t kBlock = 256;
+
+// One run of the blocked engine: `n` positions, operand k starting at in[k]
+// with stride is[k] (1, 0 or anything), out at o with stride os. Each block
+// of up to kBlock positions is widened into float32 stack buffers (a unit
+// stride by the vectorised converters, a broadcast value by a fill, anything
+// else element by element), `op` runs over the buffers, and the results are
+// narrowed back in one pass. Exact aliasing of out with an input is safe: a
+// block is read completely before any of it is written.
+template <typename Isa, typename T, typename Op, size_t... Is>
+inline void BlockedRun(T* o, int64_t os, const T* const* in, const int64_t* is,
+                       int64_t n, const Op& op, std::index_sequence<Is...>) {
+  constexpr size_t kInputs = sizeof...(Is);
+  float buf[kInputs][kBlock];
+  float res[kBlock];
+  for (size_t k = 0; k < kInputs; ++k) {
+    if (is[k] != 0) continue;
+    const float v = Load(*in[k]);
+    for (int64_t j = 0; j < kBlock; ++j) buf[k][j] = v;
+  }
+  for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+    const int64_t len = n - i0 < kBlock ? n - i0 : kBlock;
+    for (size_t k = 0; k < kInputs; ++k) {
+      if (is[k] == 1) {
+        WidenBlock<Isa>(in[k] + i0, buf[k], len);
+      } else if (is[k] != 0) {
+        const T* p = in[k] + i0 * is[k];
+        for (int64_t j = 0; j < len; ++j) buf[k][j] = Load(p[j * is[k]]);
+      }
+    }
+    for (int64_t j = 0; j < len; ++j) res[j] = op(buf[Is][j]...);
+    if (os == 1) {
+      NarrowBlock<Isa>(res, o + i0, len);
+    } else {
+      T* p = o + i0 * os;
+      for (int64_t j = 0; j < len; ++j) p[j * os] = Store<T>(res[j]);
+    }
+  }
+}
+
+template <typename T, typename Op, size_t... Is>
+TF_CPU_FLATTEN void BlockedRunBase(T* o, int64_t os, const T* const* in,
+                                   const int64_t* is, int64_t n, const Op& op,
+                                   std::index_sequence<Is...> seq) {
+  BlockedRun<BaselineIsa>(o, os, in, is, n, op, seq);
+}
+template <typename T, typename Op, size_t... Is>
+TF_CPU_AVX2 TF_CPU_FLATTEN void BlockedRunAvx2(T* o, int64_t os,
+                                               const T* const* in,
+                                               const int64_t* is, int64_t n,
+                                               const Op& op,
+                                               std::index_sequence<Is...> seq) {
+  BlockedRun<Avx2Isa>(o, os, in, is, n, op, seq);
+}
+
+}  // namespace detail
+
+// out[idx] = op(ins[idx]...) for float16 and bfloat16, with `op` over float32
+// (float op(float...)); every input has out's dtype. Returns false (having
+// done nothing) when a strided walk is needed and ndim exceeds kMaxRank.
+template <typename T, typename Op, typename... Ins>
+bool MapBlocked(int ndim, const int64_t* shape, View<T> out, const Op& op,
+                const Ins&... ins) {
+  static_assert(kBlocked<T>, "MapBlocked is for the 16-bit floats");
+  constexpr size_t kInputs = sizeof...(Ins);
+  const auto seq = std::make_index_sequence<kInputs>{};
+  const int64_t n = detail::NumelOf(ndim, shape);
+  if (n == 0) return true;
+  auto run = [&](T* o, int64_t os, const T* const* in, const int64_t* is,
+                 int64_t len) {
+    if (UseAvx2()) {
+      detail::BlockedRunAvx2(o, os, in, is, len, op, seq);
+    } else {
+      detail::BlockedRunBase(o, os, in, is, len, op, seq);
+    }
+  };
+  if (out.contiguous && (ins.contiguous && ...)) {
+    const T* const in[kInputs] = {ins.data...};
+    int64_t unit[kInputs];
+    for (size_t k = 0; k < kInputs; ++k) unit[k] = 1;
+    run(out.data, 1, in, unit, n);
+    return true;
+  }
+  StridedWalker<kInputs + 1> walker;
+  if (!walker.Init(ndim, shape, {out.strides, ins.strides...})) return false;
+  walker.Run([&](const int64_t* off, int64_t len, const int64_t* st) {
+    const T* in[kInputs];
+    size_t k = 0;
+    ((in[k] = ins.data + off[k + 1], ++k), ...);
+    run(out.data + off[0], st[0], in, st + 1, len);
   });
   return true;
 }

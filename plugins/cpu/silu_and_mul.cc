@@ -7,6 +7,7 @@
 #include "dtype.h"
 #include "kernel_table.h"
 #include "map.h"
+#include "vmath.h"
 
 namespace torchferry::cpu {
 namespace {
@@ -30,13 +31,17 @@ struct SiluAndMul {
     const T* gate = DataOf<const T>(x);
     const T* up = gate + half * x.strides[x.ndim - 1];
     using C = ComputeOf<T>;
-    const bool done =
-        Map2(out.ndim, out.shape, ViewOf<T>(out),
-             View<const T>{gate, x.strides, false},
-             View<const T>{up, x.strides, false}, [](T g, T u) {
-               const C gv = Load(g);
-               return Store<T>(gv / (C{1} + std::exp(-gv)) * Load(u));
-             });
+    const auto op = [](C g, C u) { return g / (C{1} + ExpOf(-g)) * u; };
+    const View<const T> gate_view{gate, x.strides, false};
+    const View<const T> up_view{up, x.strides, false};
+    bool done;
+    if constexpr (kBlocked<T>) {
+      done = MapBlocked(out.ndim, out.shape, ViewOf<T>(out), op, gate_view,
+                        up_view);
+    } else {
+      done = Map2(out.ndim, out.shape, ViewOf<T>(out), gate_view, up_view,
+                  [op](T g, T u) { return Store<T>(op(Load(g), Load(u))); });
+    }
     return done ? TF_OK : TooManyDims(call, kName, out.ndim);
   }
 };

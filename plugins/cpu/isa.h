@@ -1,0 +1,61 @@
+// Run-time selection of the instruction set for the hot loops.
+//
+// The plugin is built for baseline x86-64 (SSE2) so that it loads anywhere,
+// but the loops that carry the work are worth 2-8x more with AVX2, FMA and
+// F16C, which torch itself picks at run time. Each hot loop is therefore a
+// function template over an Isa tag, instantiated twice: once inside a
+// wrapper marked TF_CPU_AVX2 (GCC's target attribute) and once inside a plain
+// wrapper; both wrappers are `flatten`, so the body, its functor and the
+// conversion helpers are inlined into them and compiled for that wrapper's
+// instruction set. The caller picks a wrapper with UseAvx2(), decided once
+// from cpuid (which also checks that the OS saves the YMM registers).
+//
+// Why not a separate -mavx2 translation unit: inline functions from shared
+// headers (Load, Store, the functors) would be emitted there with AVX2 code
+// under the same symbol names as the baseline copies, and the linker may keep
+// either, so a baseline caller could end up in AVX2 code. Why not
+// target_clones: GCC does not clone templates or lambdas, which is where the
+// loops live. With the wrappers, only functions named *Avx2 and the
+// converters in convert.h carry AVX2 code, and they are reached only behind
+// UseAvx2().
+#pragma once
+
+namespace torchferry::cpu {
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TF_CPU_HAVE_AVX2_PATH 1
+#define TF_CPU_AVX2 __attribute__((target("avx2,fma,f16c")))
+#else
+#define TF_CPU_HAVE_AVX2_PATH 0
+#define TF_CPU_AVX2
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define TF_CPU_FLATTEN __attribute__((flatten))
+#else
+#define TF_CPU_FLATTEN
+#endif
+
+// Tags that select the code path of a loop body.
+struct BaselineIsa {
+  static constexpr bool kAvx2 = false;
+};
+struct Avx2Isa {
+  static constexpr bool kAvx2 = true;
+};
+
+// True when the CPU and OS support AVX2, FMA and F16C; computed once.
+inline bool UseAvx2() {
+#if TF_CPU_HAVE_AVX2_PATH
+  static const bool use = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c");
+  }();
+  return use;
+#else
+  return false;
+#endif
+}
+
+}  // namespace torchferry::cpu

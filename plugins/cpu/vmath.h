@@ -1,0 +1,61 @@
+// exp for float32 written so that loops over it vectorise: std::exp is a
+// libm call per element, which was most of the time of exp, silu,
+// silu_and_mul and softmax.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "half.h"
+
+namespace torchferry::cpu {
+
+// Cephes' expf: exp(x) = 2^n * exp(r) with n = round(x / ln 2) and
+// r = x - n ln 2 in [-ln2/2, ln2/2] (ln 2 split in two so that n * C1 is
+// exact), exp(r) by a degree-7 polynomial; within about 1 ulp of exp over
+// the whole float32 range. No branches and no float-to-int conversion of a
+// possibly NaN value, so the compiler can vectorise a loop around it.
+//  - x is clamped to [-105, 89]: below, exp rounds to 0; above, it is inf;
+//  - 2^n is applied as two factors 2^(n/2) and 2^(n - n/2), each a normal
+//    float, so that results in the subnormal range round once and overflow
+//    becomes inf;
+//  - NaN stays NaN through the clamps (comparisons with NaN are false) and
+//    the polynomial.
+inline float ExpF(float x) {
+  float t = x < -105.0f ? -105.0f : x;
+  t = t > 89.0f ? 89.0f : t;
+  // Round t / ln 2 to an integer with the 1.5 * 2^23 trick; the integer is
+  // read back from the bits of the sum.
+  constexpr float kShifter = 12582912.0f;  // 1.5 * 2^23
+  const float shifted = t * 1.44269504088896341f + kShifter;
+  const float fn = shifted - kShifter;
+  const int32_t n =
+      static_cast<int32_t>(FloatBits(shifted) - FloatBits(kShifter));
+  float r = t - fn * 0.693359375f;
+  r = r - fn * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = p * (r * r) + r + 1.0f;
+  const int32_t n1 = n >> 1;  // arithmetic shift: floor(n / 2)
+  const int32_t n2 = n - n1;
+  const float s1 = FloatFromBits(static_cast<uint32_t>(n1 + 127) << 23);
+  const float s2 = FloatFromBits(static_cast<uint32_t>(n2 + 127) << 23);
+  return y * s1 * s2;
+}
+
+// exp in the accumulate type: ExpF for float32, libm for float64.
+template <typename A>
+inline A ExpOf(A x) {
+  if constexpr (std::is_same_v<A, float>) {
+    return ExpF(x);
+  } else {
+    return std::exp(x);
+  }
+}
+
+}  // namespace torchferry::cpu
