@@ -7,9 +7,12 @@
 #include <type_traits>
 
 #include "call.h"
+#include "convert.h"
 #include "dtype.h"
+#include "isa.h"
 #include "kernel_table.h"
 #include "strided.h"
+#include "vmath.h"
 
 namespace torchferry::cpu {
 namespace {
@@ -39,6 +42,180 @@ bool ForEachLine(const tf_tensor& x, const tf_tensor& out, int skip,
   walker.Run(runs);
   return true;
 }
+
+// ---- unit-stride lines in float32 ---------------------------------------
+//
+// float32, float16 and bfloat16 lines with unit strides run here, on float32
+// (the 16-bit types widened block by block through convert.h), in loops
+// instantiated for the baseline and for AVX2 (isa.h). The reductions keep 16
+// independent partial results so that they vectorise without the compiler
+// reassociating floats on its own.
+
+constexpr int64_t kLanes = 16;
+constexpr int64_t kBlock = 256;
+// softmax keeps a 16-bit line of up to this many elements in float32 on the
+// stack (32 KiB), so that each exponential is computed once.
+constexpr int64_t kLineBuffer = 8192;
+
+// Points at `len` float32 values of x from `start`: x itself for float32,
+// else `buf` after widening.
+template <typename Isa, typename T>
+inline const float* FloatsOf(const T* x, int64_t start, int64_t len,
+                             float* buf) {
+  if constexpr (kBlocked<T>) {
+    WidenBlock<Isa>(x + start, buf, len);
+    return buf;
+  } else {
+    return x + start;
+  }
+}
+
+inline float SumSquares(const float* p, int64_t n, float* lanes) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += p[i + l] * p[i + l];
+  }
+  float rest = 0;
+  for (; i < n; ++i) rest += p[i] * p[i];
+  return rest;
+}
+
+template <typename Isa, typename T>
+inline void RmsNormLine(const T* x, const T* w, T* out, int64_t n, float eps) {
+  float buf[kBlock];
+  float lanes[kLanes] = {};
+  float total = 0;
+  for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+    const int64_t len = n - i0 < kBlock ? n - i0 : kBlock;
+    total += SumSquares(FloatsOf<Isa>(x, i0, len, buf), len, lanes);
+  }
+  for (int64_t l = 0; l < kLanes; ++l) total += lanes[l];
+  const float scale = 1.0f / std::sqrt(total / static_cast<float>(n) + eps);
+  float wbuf[kBlock];
+  float res[kBlock];
+  for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+    const int64_t len = n - i0 < kBlock ? n - i0 : kBlock;
+    const float* xv = FloatsOf<Isa>(x, i0, len, buf);
+    const float* wv = FloatsOf<Isa>(w, i0, len, wbuf);
+    if constexpr (kBlocked<T>) {
+      for (int64_t j = 0; j < len; ++j) res[j] = xv[j] * scale * wv[j];
+      NarrowBlock<Isa>(res, out + i0, len);
+    } else {
+      float* o = out + i0;
+      for (int64_t j = 0; j < len; ++j) o[j] = xv[j] * scale * wv[j];
+    }
+  }
+}
+
+template <typename T>
+TF_CPU_FLATTEN void RmsNormLineBase(const T* x, const T* w, T* out, int64_t n,
+                                    float eps) {
+  RmsNormLine<BaselineIsa>(x, w, out, n, eps);
+}
+template <typename T>
+TF_CPU_AVX2 TF_CPU_FLATTEN void RmsNormLineAvx2(const T* x, const T* w, T* out,
+                                                int64_t n, float eps) {
+  RmsNormLine<Avx2Isa>(x, w, out, n, eps);
+}
+
+// The largest value of p[0, n), ignoring NaN (which poisons the sum later,
+// as in torch); folds into *lanes.
+inline void MaxLanes(const float* p, int64_t n, float* lanes) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) {
+      const float v = p[i + l];
+      lanes[l] = v > lanes[l] ? v : lanes[l];
+    }
+  }
+  for (; i < n; ++i) lanes[0] = p[i] > lanes[0] ? p[i] : lanes[0];
+}
+
+inline float MaxOfLanes(const float* lanes) {
+  float max = lanes[0];
+  for (int64_t l = 1; l < kLanes; ++l) max = lanes[l] > max ? lanes[l] : max;
+  return max;
+}
+
+inline float SumLanes(const float* p, int64_t n) {
+  float lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += p[i + l];
+  }
+  float sum = 0;
+  for (; i < n; ++i) sum += p[i];
+  for (int64_t l = 0; l < kLanes; ++l) sum += lanes[l];
+  return sum;
+}
+
+// out[i] = exp(x[i] - max); returns the sum. The exponentials are written
+// first and summed in a second loop over them (still in L1), which keeps
+// both loops simple enough to vectorise.
+inline float ExpShiftSum(const float* __restrict x, float* __restrict out,
+                         int64_t n, float max) {
+  for (int64_t i = 0; i < n; ++i) out[i] = ExpF(x[i] - max);
+  return SumLanes(out, n);
+}
+inline float ExpShiftSumInPlace(float* p, int64_t n, float max) {
+  for (int64_t i = 0; i < n; ++i) p[i] = ExpF(p[i] - max);
+  return SumLanes(p, n);
+}
+
+template <typename Isa, typename T>
+inline void SoftmaxUnitLine(const T* x, T* out, int64_t n) {
+  const float kNegInf = -std::numeric_limits<float>::infinity();
+  float lanes[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l) lanes[l] = kNegInf;
+  if constexpr (!kBlocked<T>) {
+    MaxLanes(x, n, lanes);
+    const float inv = 1.0f / ExpShiftSum(x, out, n, MaxOfLanes(lanes));
+    for (int64_t i = 0; i < n; ++i) out[i] *= inv;
+  } else if (n <= kLineBuffer) {
+    float line[kLineBuffer];
+    WidenBlock<Isa>(x, line, n);
+    MaxLanes(line, n, lanes);
+    const float inv = 1.0f / ExpShiftSumInPlace(line, n, MaxOfLanes(lanes));
+    for (int64_t i = 0; i < n; ++i) line[i] *= inv;
+    NarrowBlock<Isa>(line, out, n);
+  } else {
+    // Too long to keep: widen each block again and recompute its
+    // exponentials rather than round them to T in between.
+    float buf[kBlock];
+    float e[kBlock];
+    for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+      const int64_t len = n - i0 < kBlock ? n - i0 : kBlock;
+      MaxLanes(FloatsOf<Isa>(x, i0, len, buf), len, lanes);
+    }
+    const float max = MaxOfLanes(lanes);
+    float sum = 0;
+    for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+      const int64_t len = n - i0 < kBlock ? n - i0 : kBlock;
+      sum += ExpShiftSum(FloatsOf<Isa>(x, i0, len, buf), e, len, max);
+    }
+    const float inv = 1.0f / sum;
+    for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+      const int64_t len = n - i0 < kBlock ? n - i0 : kBlock;
+      ExpShiftSum(FloatsOf<Isa>(x, i0, len, buf), e, len, max);
+      for (int64_t j = 0; j < len; ++j) e[j] *= inv;
+      NarrowBlock<Isa>(e, out + i0, len);
+    }
+  }
+}
+
+template <typename T>
+TF_CPU_FLATTEN void SoftmaxUnitLineBase(const T* x, T* out, int64_t n) {
+  SoftmaxUnitLine<BaselineIsa>(x, out, n);
+}
+template <typename T>
+TF_CPU_AVX2 TF_CPU_FLATTEN void SoftmaxUnitLineAvx2(const T* x, T* out,
+                                                    int64_t n) {
+  SoftmaxUnitLine<Avx2Isa>(x, out, n);
+}
+
+// The types whose unit-stride lines take the float32 kernels above.
+template <typename T>
+constexpr bool kFloatLines = std::is_same_v<AccumulateOf<T>, float>;
 
 // ---- rms_norm ------------------------------------------------------------
 
@@ -116,6 +293,16 @@ struct RmsNorm {
           for (int64_t r = 0; r < len; ++r) {
             const T* xr = x_data + off[0] + r * st[0];
             T* orow = out_data + off[1] + r * st[1];
+            if constexpr (kFloatLines<T>) {
+              if (xs == 1 && ws == 1 && os == 1) {
+                if (UseAvx2()) {
+                  RmsNormLineAvx2(xr, w, orow, n, eps);
+                } else {
+                  RmsNormLineBase(xr, w, orow, n, eps);
+                }
+                continue;
+              }
+            }
             const A mean = SumOfSquares<T, A>(xr, xs, n) / static_cast<A>(n);
             const A scale = A{1} / std::sqrt(mean + eps);
             if (xs == 1 && ws == 1 && os == 1) {
@@ -154,7 +341,7 @@ void SoftmaxLine(const T* x, int64_t x_stride, T* out, int64_t out_stride,
   }
   A sum = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const A e = std::exp(static_cast<A>(Load(x[i * xs])) - max);
+    const A e = ExpOf(static_cast<A>(Load(x[i * xs])) - max);
     sum += e;
     if constexpr (kParkInOutput<T, A>) out[i * os] = e;
   }
@@ -163,7 +350,7 @@ void SoftmaxLine(const T* x, int64_t x_stride, T* out, int64_t out_stride,
     if constexpr (kParkInOutput<T, A>) {
       out[i * os] *= inv;
     } else {
-      const A e = std::exp(static_cast<A>(Load(x[i * xs])) - max);
+      const A e = ExpOf(static_cast<A>(Load(x[i * xs])) - max);
       out[i * os] = Store<T>(static_cast<ComputeOf<T>>(e * inv));
     }
   }
@@ -196,7 +383,7 @@ void SoftmaxColumns(const T* x, int64_t xs, T* out, int64_t os, int64_t n,
       const T* row = x + i * xs + c0;
       T* orow = out + i * os + c0;
       for (int64_t c = 0; c < cn; ++c) {
-        const A e = std::exp(static_cast<A>(Load(row[c])) - max[c]);
+        const A e = ExpOf(static_cast<A>(Load(row[c])) - max[c]);
         sum[c] += e;
         if constexpr (kParkInOutput<T, A>) orow[c] = e;
       }
@@ -209,7 +396,7 @@ void SoftmaxColumns(const T* x, int64_t xs, T* out, int64_t os, int64_t n,
         if constexpr (kParkInOutput<T, A>) {
           orow[c] *= sum[c];
         } else {
-          const A e = std::exp(static_cast<A>(Load(row[c])) - max[c]);
+          const A e = ExpOf(static_cast<A>(Load(row[c])) - max[c]);
           orow[c] = Store<T>(static_cast<ComputeOf<T>>(e * sum[c]));
         }
       }
@@ -251,6 +438,16 @@ struct Softmax {
             return;
           }
           for (int64_t r = 0; r < len; ++r) {
+            if constexpr (kFloatLines<T>) {
+              if (xs == 1 && os == 1) {
+                if (UseAvx2()) {
+                  SoftmaxUnitLineAvx2(xl + r * st[0], ol + r * st[1], n);
+                } else {
+                  SoftmaxUnitLineBase(xl + r * st[0], ol + r * st[1], n);
+                }
+                continue;
+              }
+            }
             if (xs == 1 && os == 1) {
               SoftmaxLine<T, A, true>(xl + r * st[0], 1, ol + r * st[1], 1, n);
             } else {
