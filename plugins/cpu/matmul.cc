@@ -8,10 +8,13 @@
 // vectorises whatever b's layout, and the chunk of b for a column block is
 // reused from cache by every row block. Accumulators live on the stack.
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "call.h"
+#include "convert.h"
 #include "dtype.h"
+#include "isa.h"
 #include "kernel_table.h"
 
 namespace torchferry::cpu {
@@ -73,6 +76,168 @@ void MatmulOne(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
   }
 }
 
+// ---- float32 accumulation: packed panels and a register tile ------------
+//
+// For float32, float16 and bfloat16 (which all accumulate in float32) out is
+// computed in panels of kNr columns. For each block of kMb rows, the
+// products are summed into a float32 stack block over depth blocks of kKc:
+// b's kKc x kNr block is packed (widened, zero padded past n) into a
+// contiguous buffer, then each kMr-row tile of a is packed depth-major and a
+// kMr x kNr tile of sums is held in registers across the depth block (8 AVX2
+// registers). Packing makes every layout of a and b look the same to the
+// inner loop, which is the only place the flops are. The loops are
+// instantiated for the baseline and for AVX2 (isa.h).
+
+constexpr int64_t kNr = 16;
+constexpr int64_t kMr = 4;
+constexpr int64_t kKc = 256;
+constexpr int64_t kMb = 64;  // a multiple of kMr
+
+// Eight floats as one value: GCC and Clang map it to one AVX register or two
+// SSE ones. Written with it, the tile's sums stay in registers; as plain
+// arrays GCC vectorised across the depth loop instead, with shuffles.
+typedef float Float8 __attribute__((vector_size(32)));
+static_assert(kNr == 16, "the tile is two Float8 wide");
+
+// c[kMr][kNr] += a[r][0, kc) * b[0, kc)[kNr], with row p of b at
+// b + p * b_stride.
+inline void MicroTile(const float* const* a, const float* __restrict b,
+                      int64_t b_stride, int64_t kc, float* __restrict c) {
+  const float* __restrict a0 = a[0];
+  const float* __restrict a1 = a[1];
+  const float* __restrict a2 = a[2];
+  const float* __restrict a3 = a[3];
+  static_assert(kMr == 4, "four rows of a");
+  // Eight named sums rather than an array: an array whose address memcpy
+  // takes was kept on the stack and reloaded every step.
+  Float8 s00, s01, s10, s11, s20, s21, s30, s31;
+  std::memcpy(&s00, c + 0, sizeof s00);
+  std::memcpy(&s01, c + 8, sizeof s01);
+  std::memcpy(&s10, c + 16, sizeof s10);
+  std::memcpy(&s11, c + 24, sizeof s11);
+  std::memcpy(&s20, c + 32, sizeof s20);
+  std::memcpy(&s21, c + 40, sizeof s21);
+  std::memcpy(&s30, c + 48, sizeof s30);
+  std::memcpy(&s31, c + 56, sizeof s31);
+  for (int64_t p = 0; p < kc; ++p) {
+    Float8 b0, b1;
+    std::memcpy(&b0, b + p * b_stride, sizeof b0);
+    std::memcpy(&b1, b + p * b_stride + 8, sizeof b1);
+    s00 += a0[p] * b0;
+    s01 += a0[p] * b1;
+    s10 += a1[p] * b0;
+    s11 += a1[p] * b1;
+    s20 += a2[p] * b0;
+    s21 += a2[p] * b1;
+    s30 += a3[p] * b0;
+    s31 += a3[p] * b1;
+  }
+  std::memcpy(c + 0, &s00, sizeof s00);
+  std::memcpy(c + 8, &s01, sizeof s01);
+  std::memcpy(c + 16, &s10, sizeof s10);
+  std::memcpy(c + 24, &s11, sizeof s11);
+  std::memcpy(c + 32, &s20, sizeof s20);
+  std::memcpy(c + 40, &s21, sizeof s21);
+  std::memcpy(c + 48, &s30, sizeof s30);
+  std::memcpy(c + 56, &s31, sizeof s31);
+}
+
+template <typename Isa, typename T>
+inline void MatmulPanels(const T* a, Strided2d as, const T* b, Strided2d bs,
+                         T* out, Strided2d os, int64_t m, int64_t k,
+                         int64_t n) {
+  constexpr bool kFloat = std::is_same_v<T, float>;
+  float b_pack[kKc * kNr];
+  float a_pack[kMr][kKc];
+  float sums[kMb * kNr];
+  for (int64_t j0 = 0; j0 < n; j0 += kNr) {
+    const int64_t jn = n - j0 < kNr ? n - j0 : kNr;
+    // float32 rows of b that hold the whole panel are read in place.
+    const bool b_direct = kFloat && bs.cols == 1 && jn == kNr;
+    for (int64_t i0 = 0; i0 < m; i0 += kMb) {
+      const int64_t mb = m - i0 < kMb ? m - i0 : kMb;
+      for (int64_t i = 0; i < kMb * kNr; ++i) sums[i] = 0;
+      for (int64_t p0 = 0; p0 < k; p0 += kKc) {
+        const int64_t kc = k - p0 < kKc ? k - p0 : kKc;
+        const float* b_block = b_pack;
+        int64_t b_stride = kNr;
+        if constexpr (kFloat) {
+          if (b_direct) {
+            b_block = reinterpret_cast<const float*>(b + p0 * bs.rows + j0);
+            b_stride = bs.rows;
+          }
+        }
+        if (!b_direct) {
+          for (int64_t p = 0; p < kc; ++p) {
+            const T* row = b + (p0 + p) * bs.rows + j0 * bs.cols;
+            float* dst = b_pack + p * kNr;
+            if (bs.cols == 1) {
+              WidenBlock<Isa>(row, dst, jn);
+            } else {
+              for (int64_t j = 0; j < jn; ++j) {
+                dst[j] = static_cast<float>(Load(row[j * bs.cols]));
+              }
+            }
+            for (int64_t j = jn; j < kNr; ++j) dst[j] = 0;
+          }
+        }
+        for (int64_t r0 = 0; r0 < mb; r0 += kMr) {
+          const float* rows[kMr];
+          for (int64_t r = 0; r < kMr; ++r) {
+            rows[r] = a_pack[r];
+            if (r0 + r >= mb) {
+              // Past the last row: sums of zeros, never stored.
+              for (int64_t p = 0; p < kc; ++p) a_pack[r][p] = 0;
+              continue;
+            }
+            const T* row = a + (i0 + r0 + r) * as.rows + p0 * as.cols;
+            if constexpr (kFloat) {
+              if (as.cols == 1) {
+                rows[r] = reinterpret_cast<const float*>(row);
+                continue;
+              }
+            }
+            if (as.cols == 1) {
+              WidenBlock<Isa>(row, a_pack[r], kc);
+            } else {
+              for (int64_t p = 0; p < kc; ++p) {
+                a_pack[r][p] = static_cast<float>(Load(row[p * as.cols]));
+              }
+            }
+          }
+          MicroTile(rows, b_block, b_stride, kc, sums + r0 * kNr);
+        }
+      }
+      for (int64_t r = 0; r < mb; ++r) {
+        T* out_row = out + (i0 + r) * os.rows + j0 * os.cols;
+        const float* src = sums + r * kNr;
+        if (os.cols == 1) {
+          NarrowBlock<Isa>(src, out_row, jn);
+        } else {
+          for (int64_t j = 0; j < jn; ++j) {
+            out_row[j * os.cols] = Store<T>(static_cast<ComputeOf<T>>(src[j]));
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+TF_CPU_FLATTEN void MatmulPanelsBase(const T* a, Strided2d as, const T* b,
+                                     Strided2d bs, T* out, Strided2d os,
+                                     int64_t m, int64_t k, int64_t n) {
+  MatmulPanels<BaselineIsa>(a, as, b, bs, out, os, m, k, n);
+}
+template <typename T>
+TF_CPU_AVX2 TF_CPU_FLATTEN void MatmulPanelsAvx2(const T* a, Strided2d as,
+                                                 const T* b, Strided2d bs,
+                                                 T* out, Strided2d os,
+                                                 int64_t m, int64_t k,
+                                                 int64_t n) {
+  MatmulPanels<Avx2Isa>(a, as, b, bs, out, os, m, k, n);
+}
+
 struct Matmul {
   static constexpr const char* kName = "matmul";
   template <typename T>
@@ -115,6 +280,14 @@ struct Matmul {
     const T* b_data = DataOf<const T>(b);
     T* out_data = DataOf<T>(out);
     for (int64_t i = 0; i < batch; ++i) {
+      if constexpr (std::is_same_v<AccumulateOf<T>, float>) {
+        const auto run = UseAvx2() ? MatmulPanelsAvx2<T> : MatmulPanelsBase<T>;
+        run(a_data + i * a_batch, {a.strides[1], a.strides[2]},
+            b_data + i * b_batch, {b.strides[1], b.strides[2]},
+            out_data + i * out.strides[0], {out.strides[1], out.strides[2]}, m,
+            k, n);
+        continue;
+      }
       MatmulOne<T>(a_data + i * a_batch, {a.strides[1], a.strides[2]},
                    b_data + i * b_batch, {b.strides[1], b.strides[2]},
                    out_data + i * out.strides[0],
