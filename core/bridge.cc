@@ -505,6 +505,19 @@ void Bridge::ProbeNegBit(PyObject* torch_module) {
 
 bool Bridge::RaiseTorchFailure(const char* getter, PyObject* obj,
                                const char* what) {
+  // Nested tensors have no single shape; say so on every torch, including
+  // those whose shim cannot report torch's own message (< 2.13).
+  PyObject* nested = PyObject_GetAttrString(obj, "is_nested");
+  const bool is_nested = nested == Py_True;
+  Py_XDECREF(nested);
+  PyErr_Clear();
+  if (is_nested) {
+    return RaiseError(PyExc_TypeError,
+                      fmt::format("{}: nested tensors (NestedTensorImpl) have "
+                                  "no single shape or strides; pass a dense "
+                                  "tensor, e.g. t.to_padded_tensor(0)",
+                                  what));
+  }
   const char* what_failed =
       lib_.api.exception_get_what ? lib_.api.exception_get_what() : nullptr;
   std::string why = what_failed ? what_failed : "no message (torch < 2.13)";
