@@ -230,8 +230,9 @@ typedef struct tf_plugin {
   tf_status (*init)(void* error_sink);
   /* Sets a plugin-defined option (e.g. "strategy" = "pool") from the user
      (torchferry.plugins.set_option in Python). May be NULL: no options.
-     An unknown key or bad value is reported through host->set_error. Never
-     called while a kernel of this plugin runs on another thread. */
+     An unknown key or bad value is reported through host->set_error. May be
+     called while kernels of this plugin run on other threads: apply the
+     change atomically (the host does not stop them). */
   tf_status (*set_option)(const char* key, const char* value,
                           void* error_sink);
   /* An array of num_kernels entries; each has struct_size set to the same

@@ -105,8 +105,9 @@ class Registry {
 
   // Hands a user option to a plugin's set_option. An unknown plugin
   // (TF_ERROR_INVALID_ARGUMENT) or one without options (TF_ERROR_UNSUPPORTED)
-  // is reported through `sink` like a failure the plugin set itself. Not
-  // thread-safe against kernels of that plugin running (ABI.md).
+  // is reported through `sink` like a failure the plugin set itself. Kernels
+  // of that plugin may be running; the plugin applies the change atomically
+  // (ABI.md).
   tf_status SetOption(std::string_view plugin_name, const std::string& key,
                       const std::string& value, ErrorSink* sink);
 
