@@ -87,8 +87,15 @@ void CheckMatmul(tf_dtype d, const Dims& s, Layout a_layout, Layout b_layout,
 
 TEST_CASE("matmul matches the reference on every layout", "[matmul]") {
   const std::vector<Dims> sizes = {
-      {1, 1, 1, 1},   {2, 5, 7, 3},   {1, 4, 16, 8},
-      {3, 9, 33, 17}, {1, 6, 5, 300},  // n spans two column chunks
+      {1, 1, 1, 1},
+      {2, 5, 7, 3},
+      {1, 4, 16, 8},
+      {3, 9, 33, 17},
+      {1, 6, 5, 300},  // n spans two column chunks
+      // More rows than one block of sums (64), a depth past one packed
+      // block (256) and a partial column panel; an exact panel.
+      {1, 70, 300, 17},
+      {2, 4, 257, 16},
   };
   const std::vector<std::vector<Layout>> layouts = {
       {Layout::kContiguous, Layout::kContiguous, Layout::kContiguous},

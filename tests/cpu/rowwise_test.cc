@@ -229,7 +229,7 @@ TEST_CASE("softmax matches the reference along every dim", "[rowwise]") {
   // Shapes with more than 64 neighbouring lines exercise the kernel's
   // column chunks; [1] is how a 0-dim tensor arrives.
   const std::vector<std::vector<int64_t>> shapes = {
-      {3, 5, 7}, {2, 70, 3}, {4, 130}, {1}, {9}, {0, 5}, {5, 1, 3}};
+      {3, 5, 7}, {2, 70, 3}, {4, 130}, {1}, {9}, {0, 5}, {5, 1, 3}, {2, 600}};
   uint32_t seed = 3000;
   for (tf_dtype d : kFloatDtypes) {
     for (const auto& shape : shapes) {
@@ -251,6 +251,20 @@ TEST_CASE("softmax matches the reference along every dim", "[rowwise]") {
         }
       }
     }
+  }
+}
+
+TEST_CASE("softmax of a line longer than the kernel keeps in float32",
+          "[rowwise]") {
+  // Past 8192 elements the 16-bit kernels recompute each exponential
+  // instead of keeping the line in a float32 buffer.
+  for (tf_dtype d : kFloatDtypes) {
+    INFO(DtypeName(d));
+    TestTensor x = TestTensor::Contiguous(d, {2, 9000});
+    FillRandom(x, -8, 8, 3500);
+    TestTensor out = TestTensor::Contiguous(d, {2, 9000});
+    REQUIRE(RunSoftmax(x, 1, out).status == TF_OK);
+    ExpectValues(out, SoftmaxReference(x, 1), ReductionTolerance(d));
   }
 }
 
