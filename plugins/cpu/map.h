@@ -215,7 +215,25 @@ inline void BlockedRun(T* o, int64_t os, const T* const* in, const int64_t* is,
     const float v = Load(*in[k]);
     for (int64_t j = 0; j < kBlock; ++j) buf[k][j] = v;
   }
-  for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+  int64_t start = 0;
+  if constexpr (kHasConvert8<Isa, T>) {
+    // All unit strides: eight at a time, the temporaries stay in registers
+    // (one load, one store per vector instead of three through the
+    // buffers).
+    bool unit = os == 1;
+    for (size_t k = 0; k < kInputs; ++k) unit = unit && is[k] == 1;
+    if (unit) {
+      for (; start + 8 <= n; start += 8) {
+        float t[kInputs][8];
+        for (size_t k = 0; k < kInputs; ++k)
+          Widen8<Isa, T>(in[k] + start, t[k]);
+        float r[8];
+        for (int j = 0; j < 8; ++j) r[j] = op(t[Is][j]...);
+        Narrow8<Isa, T>(r, o + start);
+      }
+    }
+  }
+  for (int64_t i0 = start; i0 < n; i0 += kBlock) {
     const int64_t len = n - i0 < kBlock ? n - i0 : kBlock;
     for (size_t k = 0; k < kInputs; ++k) {
       if (is[k] == 1) {
