@@ -16,6 +16,7 @@
 #include "dtype.h"
 #include "isa.h"
 #include "kernel_table.h"
+#include "vmath.h"
 
 namespace torchferry::cpu {
 namespace {
@@ -93,10 +94,8 @@ constexpr int64_t kMr = 4;
 constexpr int64_t kKc = 256;
 constexpr int64_t kMb = 64;  // a multiple of kMr
 
-// Eight floats as one value: GCC and Clang map it to one AVX register or two
-// SSE ones. Written with it, the tile's sums stay in registers; as plain
-// arrays GCC vectorised across the depth loop instead, with shuffles.
-typedef float Float8 __attribute__((vector_size(32)));
+// The tile's sums are Float8 values (vmath.h): as plain arrays GCC
+// vectorised across the depth loop instead, with shuffles.
 static_assert(kNr == 16, "the tile is two Float8 wide");
 
 // c[kMr][kNr] += a[r][0, kc) * b[0, kc)[kNr], with row p of b at

@@ -3,6 +3,7 @@
 // float64 for float64) and write each output once, rounding to the stored
 // dtype at the end.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -48,10 +49,9 @@ bool ForEachLine(const tf_tensor& x, const tf_tensor& out, int skip,
 // float32, float16 and bfloat16 lines with unit strides run here, on float32
 // (the 16-bit types widened block by block through convert.h), in loops
 // instantiated for the baseline and for AVX2 (isa.h). The reductions keep 16
-// independent partial results so that they vectorise without the compiler
-// reassociating floats on its own.
+// independent partial results in two Float8 values (vmath.h), so that they
+// vectorise without the compiler reassociating floats on its own.
 
-constexpr int64_t kLanes = 16;
 constexpr int64_t kBlock = 256;
 // softmax keeps a 16-bit line of up to this many elements in float32 on the
 // stack (32 KiB), so that each exponential is computed once.
@@ -70,26 +70,37 @@ inline const float* FloatsOf(const T* x, int64_t start, int64_t len,
   }
 }
 
-inline float SumSquares(const float* p, int64_t n, float* lanes) {
+// Sums of squares into two Float8 partial sums (16 lanes).
+inline float SumSquares(const float* p, int64_t n, Float8* lanes) {
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += p[i + l] * p[i + l];
+  for (; i + 16 <= n; i += 16) {
+    Float8 v0, v1;
+    std::memcpy(&v0, p + i, sizeof v0);
+    std::memcpy(&v1, p + i + 8, sizeof v1);
+    lanes[0] += v0 * v0;
+    lanes[1] += v1 * v1;
   }
   float rest = 0;
   for (; i < n; ++i) rest += p[i] * p[i];
   return rest;
 }
 
+inline float SumOfLanes(const Float8* lanes) {
+  float sum = 0;
+  for (int l = 0; l < 8; ++l) sum += lanes[0][l] + lanes[1][l];
+  return sum;
+}
+
 template <typename Isa, typename T>
 inline void RmsNormLine(const T* x, const T* w, T* out, int64_t n, float eps) {
   float buf[kBlock];
-  float lanes[kLanes] = {};
+  Float8 lanes[2] = {};
   float total = 0;
   for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
     const int64_t len = n - i0 < kBlock ? n - i0 : kBlock;
     total += SumSquares(FloatsOf<Isa>(x, i0, len, buf), len, lanes);
   }
-  for (int64_t l = 0; l < kLanes; ++l) total += lanes[l];
+  total += SumOfLanes(lanes);
   const float scale = 1.0f / std::sqrt(total / static_cast<float>(n) + eps);
   float wbuf[kBlock];
   float res[kBlock];
@@ -119,34 +130,42 @@ TF_CPU_AVX2 TF_CPU_FLATTEN void RmsNormLineAvx2(const T* x, const T* w, T* out,
 }
 
 // The largest value of p[0, n), ignoring NaN (which poisons the sum later,
-// as in torch); folds into *lanes.
-inline void MaxLanes(const float* p, int64_t n, float* lanes) {
+// as in torch), folded into two Float8 running maxima: written with vector
+// comparisons because GCC leaves the scalar form as branches.
+inline void MaxLanes(const float* p, int64_t n, Float8* lanes) {
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int64_t l = 0; l < kLanes; ++l) {
-      const float v = p[i + l];
-      lanes[l] = v > lanes[l] ? v : lanes[l];
-    }
+  for (; i + 16 <= n; i += 16) {
+    Float8 v0, v1;
+    std::memcpy(&v0, p + i, sizeof v0);
+    std::memcpy(&v1, p + i + 8, sizeof v1);
+    lanes[0] = v0 > lanes[0] ? v0 : lanes[0];
+    lanes[1] = v1 > lanes[1] ? v1 : lanes[1];
   }
-  for (; i < n; ++i) lanes[0] = p[i] > lanes[0] ? p[i] : lanes[0];
+  for (; i < n; ++i) lanes[0][0] = p[i] > lanes[0][0] ? p[i] : lanes[0][0];
 }
 
-inline float MaxOfLanes(const float* lanes) {
-  float max = lanes[0];
-  for (int64_t l = 1; l < kLanes; ++l) max = lanes[l] > max ? lanes[l] : max;
+inline float MaxOfLanes(const Float8* lanes) {
+  float max = lanes[0][0];
+  for (int l = 0; l < 8; ++l) {
+    max = lanes[0][l] > max ? lanes[0][l] : max;
+    max = lanes[1][l] > max ? lanes[1][l] : max;
+  }
   return max;
 }
 
 inline float SumLanes(const float* p, int64_t n) {
-  float lanes[kLanes] = {};
+  Float8 lanes[2] = {};
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += p[i + l];
+  for (; i + 16 <= n; i += 16) {
+    Float8 v0, v1;
+    std::memcpy(&v0, p + i, sizeof v0);
+    std::memcpy(&v1, p + i + 8, sizeof v1);
+    lanes[0] += v0;
+    lanes[1] += v1;
   }
   float sum = 0;
   for (; i < n; ++i) sum += p[i];
-  for (int64_t l = 0; l < kLanes; ++l) sum += lanes[l];
-  return sum;
+  return sum + SumOfLanes(lanes);
 }
 
 // out[i] = exp(x[i] - max); returns the sum. The exponentials are written
@@ -165,8 +184,8 @@ inline float ExpShiftSumInPlace(float* p, int64_t n, float max) {
 template <typename Isa, typename T>
 inline void SoftmaxUnitLine(const T* x, T* out, int64_t n) {
   const float kNegInf = -std::numeric_limits<float>::infinity();
-  float lanes[kLanes];
-  for (int64_t l = 0; l < kLanes; ++l) lanes[l] = kNegInf;
+  Float8 lanes[2];
+  for (int l = 0; l < 8; ++l) lanes[0][l] = lanes[1][l] = kNegInf;
   if constexpr (!kBlocked<T>) {
     MaxLanes(x, n, lanes);
     const float inv = 1.0f / ExpShiftSum(x, out, n, MaxOfLanes(lanes));

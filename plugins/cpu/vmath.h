@@ -5,11 +5,18 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "half.h"
 
 namespace torchferry::cpu {
+
+// Eight floats as one value (GCC and Clang vector extension): one AVX
+// register, or two SSE ones in the baseline build. Used where the
+// vectoriser needs help: register tiles, and reductions whose comparisons
+// it would otherwise leave scalar.
+typedef float Float8 __attribute__((vector_size(32)));
 
 // Cephes' expf: exp(x) = 2^n * exp(r) with n = round(x / ln 2) and
 // r = x - n ln 2 in [-ln2/2, ln2/2] (ln 2 split in two so that n * C1 is
