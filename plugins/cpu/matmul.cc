@@ -141,6 +141,39 @@ inline void MicroTile(const float* const* a, const float* __restrict b,
   std::memcpy(c + 56, &s31, sizeof s31);
 }
 
+// c[0][kNr] += a[0, kc) * b[0, kc)[kNr] for a single row (m = 1, or the
+// last row of a block): the four-row tile would spend three quarters of its
+// work on zero rows and wait on two dependency chains; here four
+// interleaved depth phases give eight independent sums.
+inline void MicroRow(const float* __restrict a, const float* __restrict b,
+                     int64_t b_stride, int64_t kc, float* __restrict c) {
+  Float8 s0[4] = {}, s1[4] = {};
+  int64_t p = 0;
+  for (; p + 4 <= kc; p += 4) {
+    for (int q = 0; q < 4; ++q) {
+      Float8 b0, b1;
+      std::memcpy(&b0, b + (p + q) * b_stride, sizeof b0);
+      std::memcpy(&b1, b + (p + q) * b_stride + 8, sizeof b1);
+      s0[q] += a[p + q] * b0;
+      s1[q] += a[p + q] * b1;
+    }
+  }
+  for (; p < kc; ++p) {
+    Float8 b0, b1;
+    std::memcpy(&b0, b + p * b_stride, sizeof b0);
+    std::memcpy(&b1, b + p * b_stride + 8, sizeof b1);
+    s0[0] += a[p] * b0;
+    s1[0] += a[p] * b1;
+  }
+  Float8 c0, c1;
+  std::memcpy(&c0, c, sizeof c0);
+  std::memcpy(&c1, c + 8, sizeof c1);
+  c0 += (s0[0] + s0[1]) + (s0[2] + s0[3]);
+  c1 += (s1[0] + s1[1]) + (s1[2] + s1[3]);
+  std::memcpy(c, &c0, sizeof c0);
+  std::memcpy(c + 8, &c1, sizeof c1);
+}
+
 template <typename Isa, typename T>
 inline void MatmulPanels(const T* a, Strided2d as, const T* b, Strided2d bs,
                          T* out, Strided2d os, int64_t m, int64_t k,
@@ -204,7 +237,11 @@ inline void MatmulPanels(const T* a, Strided2d as, const T* b, Strided2d bs,
               }
             }
           }
-          MicroTile(rows, b_block, b_stride, kc, sums + r0 * kNr);
+          if (mb - r0 == 1) {
+            MicroRow(rows[0], b_block, b_stride, kc, sums + r0 * kNr);
+          } else {
+            MicroTile(rows, b_block, b_stride, kc, sums + r0 * kNr);
+          }
         }
       }
       for (int64_t r = 0; r < mb; ++r) {
