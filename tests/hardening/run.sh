@@ -1,0 +1,289 @@
+#!/usr/bin/env bash
+# The hardening stage of `./dev test`: proves that the bridge, the loader and
+# the plugins break nothing, within about 15 minutes on two cores.
+#
+#   tests/hardening/run.sh BUILD_VENV [TEST_VENV...]
+#
+# BUILD_VENV is the environment whose meson, ninja and Python build the
+# sanitizer variants; TEST_VENVs (default: BUILD_VENV) hold a normal
+# torchferry build each, one per torch, for the leak, thread and hostile-input
+# runs. Build folders, incremental between runs:
+#   build/asan       clang AddressSanitizer + UndefinedBehaviorSanitizer: the
+#                    C++ tests, the plugins and the extension (installed into
+#                    build/asan-site, never into a venv)
+#   build/tsan       clang ThreadSanitizer: the loader and registry tests
+#   build/fuzz       clang libFuzzer + ASan + UBSan: the fuzz targets
+# Everything it writes goes to build/hardening/: logs/, reports/ (one file per
+# sanitizer report), summary.txt (the lines ./dev test prints at its end).
+#
+# Knobs: TF_HARDENING_FUZZ_SECONDS (60 per target, the three run in
+# parallel), TF_HARDENING_LEAK_ITERATIONS (1000000), TF_HARDENING_ROUNDS
+# (thread rounds, 200), TF_HARDENING_ASAN_PYTEST (the test files of the ASan
+# run; default tests/python/test_*.py, one process each).
+#
+# A fuzz crash leaves its input in build/fuzz/artifacts/; to see the call it
+# made: TF_FUZZ_VERBOSE=1 TF_TEST_CPU_PLUGIN=build/fuzz/plugins/cpu/
+# torchferry_cpu.so TF_TEST_EXAMPLE_C_PLUGIN=build/fuzz/plugins/example_c/
+# torchferry_example_c.so build/fuzz/tests/hardening/fuzz_call_args INPUT
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+HERE="$ROOT/tests/hardening"
+cd "$ROOT"
+if [ $# -lt 1 ]; then
+  sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+fi
+BUILD_VENV="$1"
+shift
+TEST_VENVS=("$@")
+[ ${#TEST_VENVS[@]} -gt 0 ] || TEST_VENVS=("$BUILD_VENV")
+
+OUT="$ROOT/build/hardening"
+LOGS="$OUT/logs"
+REPORTS="$OUT/reports"
+rm -rf "$LOGS" "$REPORTS" "$OUT/summary.txt" "$OUT"/hostile-*.txt
+mkdir -p "$LOGS" "$REPORTS"
+FUZZ_SECONDS="${TF_HARDENING_FUZZ_SECONDS:-60}"
+LEAK_ITERATIONS="${TF_HARDENING_LEAK_ITERATIONS:-1000000}"
+ROUNDS="${TF_HARDENING_ROUNDS:-200}"
+PY="$BUILD_VENV/bin/python"
+export PATH="$BUILD_VENV/bin:$PATH"
+export TORCHFERRY_PLUGIN_PATH="" TORCHFERRY_PLUGINS="" TORCHFERRY_BRIDGE=""
+
+SUMMARY=()
+FAILED=()
+START=$SECONDS
+
+say() { printf '\033[1m==> hardening: %s\033[0m\n' "$*" >&2; }
+line() { SUMMARY+=("$1"); printf '%s\n' "$1"; }
+failed() { FAILED+=("$1"); printf 'FAILED: %s\n' "$1" >&2; }
+# Runs a command with its output in logs/NAME.log; shows the tail on failure.
+logged() {
+  local name="$1" rc
+  shift
+  "$@" >"$LOGS/$name.log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] && return 0
+  printf -- '--- last lines of build/hardening/logs/%s.log ---\n' "$name" >&2
+  tail -n 40 "$LOGS/$name.log" >&2
+  return $rc
+}
+# Sanitizer reports written under reports/ whose name starts with $1 (a file
+# that holds only a warning, such as ASan declining a 4 TiB allocation that
+# torch then reports as a MemoryError, is not a report).
+report_files() {
+  find "$REPORTS" -maxdepth 1 -name "$1*" -type f -print0 |
+    xargs -0 -r grep -l -E 'ERROR: |runtime error: ' 2>/dev/null
+}
+reports() { report_files "$1" | wc -l; }
+show_reports() {
+  local f
+  for f in $(report_files "$1" | head -n 3); do
+    printf -- '--- %s ---\n' "${f#"$ROOT"/}" >&2
+    grep -E 'ERROR|WARNING|SUMMARY|runtime error|^    #[0-9] ' "$f" | head -n 25 >&2
+  done
+}
+torch_of() {
+  "$1/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null
+}
+
+command -v clang >/dev/null && command -v clang++ >/dev/null || {
+  echo "tests/hardening/run.sh needs clang and clang++ (apt-get install clang libclang-rt-14-dev)" >&2
+  exit 2
+}
+ASAN_RT="$(clang -print-file-name=libclang_rt.asan-x86_64.so)"
+[ -f "$ASAN_RT" ] || { echo "no ASan runtime at $ASAN_RT (libclang-rt-14-dev)" >&2; exit 2; }
+
+# Recoverable, so that a Python run can log every report and go on (the C++
+# tests still stop at the first: halt_on_error=1 there).
+SAN_FLAGS="-fno-omit-frame-pointer -gline-tables-only -fsanitize-recover=address"
+# bench/native/tvm_peer.cc expands a macro of tvm_ffi's headers that clang
+# (unlike gcc) warns about in our file; the sanitizer builds have no use for
+# the bench, but meson builds it with the extension.
+SAN_CXX_FLAGS="$SAN_FLAGS -Wno-error=unused-parameter"
+COMMON_SETUP=(-Dtests=true -Daten=disabled -Dcuda=disabled -Db_lundef=false)
+
+# --- builds ------------------------------------------------------------------
+say "ASan+UBSan build (build/asan, installed into build/asan-site)"
+ASAN_BUILD_OK=1
+logged build-asan env CC=clang CXX=clang++ "$PY" -m pip install --no-build-isolation \
+  --no-deps --upgrade --target "$ROOT/build/asan-site" \
+  -Cbuild-dir="$ROOT/build/asan" \
+  -Csetup-args=-Dtests=true -Csetup-args=-Dhardening=true \
+  -Csetup-args=-Daten=disabled -Csetup-args=-Dcuda=disabled \
+  -Csetup-args=-Db_sanitize=address,undefined -Csetup-args=-Db_lundef=false \
+  "-Csetup-args=-Dc_args=$SAN_FLAGS" "-Csetup-args=-Dcpp_args=$SAN_CXX_FLAGS" \
+  "$ROOT" || { ASAN_BUILD_OK=0; failed "the ASan+UBSan build"; }
+
+say "TSan build (build/tsan)"
+TSAN_BUILD_OK=1
+{
+  if [ ! -f build/tsan/build.ninja ]; then
+    logged setup-tsan env CC=clang CXX=clang++ meson setup build/tsan "${COMMON_SETUP[@]}" \
+      -Dpython=false -Dhardening=true -Db_sanitize=thread \
+      "-Dc_args=$SAN_FLAGS" "-Dcpp_args=$SAN_FLAGS"
+  fi && logged build-tsan meson compile -C build/tsan
+} || { TSAN_BUILD_OK=0; failed "the TSan build"; }
+
+say "libFuzzer build (build/fuzz)"
+FUZZ_BUILD_OK=1
+{
+  if [ ! -f build/fuzz/build.ninja ]; then
+    logged setup-fuzz env CC=clang CXX=clang++ meson setup build/fuzz "${COMMON_SETUP[@]}" \
+      -Dsanitize_fuzz=true -Db_sanitize=address,undefined \
+      "-Dc_args=$SAN_FLAGS -fsanitize=fuzzer-no-link" \
+      "-Dcpp_args=$SAN_CXX_FLAGS -fsanitize=fuzzer-no-link"
+  fi && logged build-fuzz meson compile -C build/fuzz fuzz_descriptor fuzz_call_args \
+    fuzz_dlpack_import torchferry_cpu torchferry_example_c
+} || { FUZZ_BUILD_OK=0; failed "the libFuzzer build"; }
+
+# --- ASan + UBSan ------------------------------------------------------------
+# One file per report: log_path makes every report countable, whoever ran it.
+UBSAN_ENV="print_stacktrace=1"
+ASAN_CPP_TESTS="?"
+ASAN_PY_TESTS=0
+ASAN_PY_FAILED=0
+HOSTILE_PYTEST_LINE=""
+if [ $ASAN_BUILD_OK = 1 ]; then
+  say "C++ tests under ASan+UBSan, LeakSanitizer on"
+  ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=1:log_path=$REPORTS/asan-cpp" \
+  UBSAN_OPTIONS="$UBSAN_ENV:halt_on_error=1:log_path=$REPORTS/ubsan-cpp" \
+    logged asan-cpp meson test -C build/asan --no-rebuild --print-errorlogs --num-processes 2 \
+    || failed "C++ tests under ASan+UBSan"
+  ASAN_CPP_TESTS="$(grep -cE '^ *[0-9]+/[0-9]+ .* OK ' "$LOGS/asan-cpp.log")"
+  BROKEN_LINE="$(grep -h '^broken plugins:' build/asan/meson-logs/testlog.txt | tail -n 1)"
+  grep -h '^FAIL ' build/asan/meson-logs/testlog.txt | sed 's/^/  /' >&2 || true
+
+  # The Python suite, and the hostile inputs and threads, against the ASan
+  # extension: torch and CPython are not instrumented, so the runtime is
+  # preloaded; LeakSanitizer is off (both leak by design at exit); memory is
+  # allowed to run out (a hostile input asks torch for 4 TiB); CPython's own
+  # allocator is bypassed so that ASan sees every Python object. Both
+  # sanitizers report and go on, so that one report does not hide the rest;
+  # each test file runs in its own process, so that a crash does not either.
+  asan_python() {
+    env LD_PRELOAD="$ASAN_RT" PYTHONPATH="$ROOT/build/asan-site" PYTHONMALLOC=malloc \
+      ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1:halt_on_error=0:suppressions=$HERE/asan.supp:log_path=$REPORTS/asan-py" \
+      UBSAN_OPTIONS="$UBSAN_ENV:suppressions=$HERE/ubsan.supp:log_path=$REPORTS/ubsan-py" \
+      "$PY" "$@"
+  }
+  say "Python under ASan+UBSan: tests/python, hostile inputs, threads"
+  if asan_python -c 'import torchferry, sys; sys.exit(0 if "asan-site" in torchferry.__file__ else 1)' \
+      >"$LOGS/asan-import.log" 2>&1; then
+    if [ -d tests/python ] && ls tests/python/test_*.py >/dev/null 2>&1; then
+      rm -f "$OUT"/asan-pytest-*.xml
+      # shellcheck disable=SC2086
+      for file in ${TF_HARDENING_ASAN_PYTEST:-tests/python/test_*.py}; do
+        name="$(basename "$file" .py)"
+        logged "asan-$name" asan_python -m pytest -q -p no:cacheprovider \
+          --junitxml="$OUT/asan-pytest-$name.xml" "$file" \
+          || failed "$file under ASan+UBSan"
+      done
+      read -r ASAN_PY_TESTS ASAN_PY_FAILED < <("$PY" "$HERE/junit_count.py" "$OUT"/asan-pytest-*.xml)
+      HOSTILE_PYTEST_LINE="$(grep -h '^hostile inputs: ' "$LOGS/asan-test_hostile_inputs.log" 2>/dev/null | tail -n 1)"
+    fi
+    TF_HARDENING_COUNT_FILE="$OUT/hostile-asan.txt" logged asan-hostile \
+      asan_python "$HERE/hostile_inputs.py" || failed "hostile inputs under ASan+UBSan"
+    # The GIL check counts another thread's bytecodes, which CPython's raw
+    # malloc mode disturbs: it runs in the normal builds below.
+    logged asan-threads asan_python "$HERE/threads.py" 20 --no-gil-check \
+      || failed "threads under ASan+UBSan"
+  else
+    failed "importing the ASan extension (see build/hardening/logs/asan-import.log)"
+    tail -n 20 "$LOGS/asan-import.log" >&2
+  fi
+  n_cpp=$(($(reports asan-cpp) + $(reports ubsan-cpp)))
+  n_py=$(($(reports asan-py) + $(reports ubsan-py)))
+  [ $n_cpp -eq 0 ] || { failed "$n_cpp ASan/UBSan reports from the C++ tests"; show_reports asan-cpp; show_reports ubsan-cpp; }
+  [ $n_py -eq 0 ] || { failed "$n_py ASan/UBSan reports from Python"; show_reports asan-py; show_reports ubsan-py; }
+  line "asan+ubsan: $ASAN_CPP_TESTS C++ tests passed (LeakSanitizer on); $ASAN_PY_TESTS pytest tests run (${ASAN_PY_FAILED:-0} failed), hostile inputs and threads against the ASan extension; $((n_cpp + n_py)) reports ($n_cpp from C++, $n_py from Python; build/hardening/reports)"
+fi
+
+# --- TSan --------------------------------------------------------------------
+if [ $TSAN_BUILD_OK = 1 ]; then
+  say "loader and registry tests under TSan"
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$REPORTS/tsan"
+  logged tsan-loader meson test -C build/tsan --no-rebuild --print-errorlogs --num-processes 2 \
+    --suite loader || failed "loader tests under TSan"
+  logged tsan-registry meson test -C build/tsan --no-rebuild --print-errorlogs \
+    "hardening registry threads" || failed "registry threads under TSan"
+  threads_text="$(grep -ho 'registry threads: [^,]*' build/tsan/meson-logs/testlog.txt | head -n 1)"
+  unset TSAN_OPTIONS
+  n_tsan=$(reports tsan)
+  [ "$n_tsan" -eq 0 ] || { failed "$n_tsan TSan reports"; show_reports tsan; }
+  line "tsan: $(cat "$LOGS/tsan-loader.log" "$LOGS/tsan-registry.log" | grep -cE '^ *[0-9]+/[0-9]+ .* OK ') loader and registry tests (${threads_text#registry threads: }), $n_tsan reports"
+fi
+
+# --- broken plugins ----------------------------------------------------------
+[ -n "${BROKEN_LINE:-}" ] && line "$BROKEN_LINE (under ASan+UBSan)" || failed "the broken-plugin sweep did not report"
+
+# --- leaks, threads and hostile inputs on each torch -------------------------
+for venv in "${TEST_VENVS[@]}"; do
+  version="$(torch_of "$venv")"
+  [ -n "$version" ] || { failed "no torch in $venv"; continue; }
+  say "leak, threads and hostile inputs on torch $version ($venv)"
+  (cd /tmp && logged "leak-$version" "$venv/bin/python" "$HERE/leak.py" "$LEAK_ITERATIONS") \
+    || failed "leak check on torch $version"
+  leak_line="$(grep -h '^leak: ' "$LOGS/leak-$version.log" | tail -n 1)"
+  [ -n "$leak_line" ] && line "$leak_line"
+  grep -h '^FAIL' "$LOGS/leak-$version.log" >&2
+  (cd /tmp && logged "threads-$version" "$venv/bin/python" "$HERE/threads.py" "$ROUNDS") \
+    || failed "threads on torch $version"
+  threads_line="$(grep -h '^threads: ' "$LOGS/threads-$version.log" | tail -n 1)"
+  [ -n "$threads_line" ] && line "${threads_line/threads: /threads: torch $version, }"
+  grep -h '^FAIL' "$LOGS/threads-$version.log" >&2
+  (cd /tmp && TF_HARDENING_COUNT_FILE="$OUT/hostile-$version.txt" \
+    logged "hostile-$version" "$venv/bin/python" "$HERE/hostile_inputs.py") \
+    || failed "hostile inputs on torch $version"
+  [ -f "$OUT/hostile-$version.txt" ] && line "$(cat "$OUT/hostile-$version.txt") (torch $version)"
+  grep -h '^FAIL' "$LOGS/hostile-$version.log" >&2
+done
+[ -f "$OUT/hostile-asan.txt" ] && line "$(cat "$OUT/hostile-asan.txt") (tests/hardening, under ASan+UBSan)"
+[ -n "$HOSTILE_PYTEST_LINE" ] && line "$HOSTILE_PYTEST_LINE (tests/python, under ASan+UBSan)"
+grep -h '^FAIL' "$LOGS/asan-hostile.log" 2>/dev/null >&2
+
+# --- fuzzing -----------------------------------------------------------------
+if [ $FUZZ_BUILD_OK = 1 ]; then
+  say "fuzzing: 3 targets, $FUZZ_SECONDS s each, in parallel"
+  mkdir -p build/fuzz/artifacts
+  for target in descriptor call_args dlpack_import; do
+    mkdir -p "build/fuzz/corpus/$target"
+    # LeakSanitizer for the pure C++ target; the others embed CPython.
+    leaks=0
+    [ $target = descriptor ] && leaks=1
+    # New inputs go to build/fuzz/corpus (kept between runs); the seeds under
+    # tests/ are only read.
+    env TF_TEST_CPU_PLUGIN="$ROOT/build/fuzz/plugins/cpu/torchferry_cpu.so" \
+      TF_TEST_EXAMPLE_C_PLUGIN="$ROOT/build/fuzz/plugins/example_c/torchferry_example_c.so" \
+      ASAN_OPTIONS="detect_leaks=$leaks:halt_on_error=1" UBSAN_OPTIONS="$UBSAN_ENV:halt_on_error=1" \
+      "build/fuzz/tests/hardening/fuzz_$target" -max_total_time="$FUZZ_SECONDS" -timeout=20 \
+      -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="build/fuzz/artifacts/$target-" \
+      "build/fuzz/corpus/$target" "$HERE/corpus/$target" >"$LOGS/fuzz-$target.log" 2>&1 &
+  done
+  wait
+  parts=()
+  for target in descriptor call_args dlpack_import; do
+    log="$LOGS/fuzz-$target.log"
+    runs="$(grep -ho 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -n 1)"
+    secs="$(grep -ho 'Done [0-9]* runs in [0-9]* second' "$log" | grep -o 'in [0-9]*' | grep -o '[0-9]*' | tail -n 1)"
+    # The harness's own message, else the sanitizer's SUMMARY (file:line).
+    crash="$(grep -hm1 -E '^fuzz_[a-z_]+: |runtime error:' "$log")"
+    [ -n "$crash" ] || crash="$(grep -hm1 -E '^SUMMARY: ' "$log" | sed 's/^SUMMARY: //')"
+    [ -n "$crash" ] || crash="$(grep -hm1 -E 'ERROR: ' "$log" | sed 's/^==[0-9]*== *//')"
+    artifact="$(grep -ho 'Test unit written to [^ ]*' "$log" | head -n 1 | sed 's/Test unit written to //')"
+    if [ -z "$crash" ] && [ -n "$runs" ]; then
+      parts+=("$target $runs runs in ${secs:-$FUZZ_SECONDS} s, 0 crashes")
+    else
+      parts+=("$target CRASHED after ${runs:-?} runs: ${crash:-no stats, see build/hardening/logs/fuzz-$target.log}${artifact:+ (input: $artifact)}")
+      failed "fuzz target $target"
+      grep -A 12 -m1 -E 'ERROR: |^fuzz_[a-z_]+: |runtime error:' "$log" | head -n 20 >&2
+    fi
+  done
+  line "fuzz: $(IFS=';'; echo "${parts[*]}" | sed 's/;/; /g')"
+fi
+
+# --- summary -----------------------------------------------------------------
+line "hardening: $((SECONDS - START)) s, $([ ${#FAILED[@]} -eq 0 ] && echo "all passed" || echo "${#FAILED[@]} FAILED: $(IFS=';'; echo "${FAILED[*]}" | sed 's/;/; /g')")"
+printf '%s\n' "${SUMMARY[@]}" >"$OUT/summary.txt"
+[ ${#FAILED[@]} -eq 0 ]
