@@ -20,6 +20,9 @@
 // UseAvx2().
 #pragma once
 
+#include <cstdlib>
+#include <cstring>
+
 namespace torchferry::cpu {
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -45,9 +48,13 @@ struct Avx2Isa {
 };
 
 // True when the CPU and OS support AVX2, FMA and F16C; computed once.
+// TORCHFERRY_CPU_ISA=baseline turns the AVX2 loops off, so that the tests can
+// check the baseline instantiations on a machine that has AVX2.
 inline bool UseAvx2() {
 #if TF_CPU_HAVE_AVX2_PATH
   static const bool use = [] {
+    const char* isa = std::getenv("TORCHFERRY_CPU_ISA");
+    if (isa != nullptr && std::strcmp(isa, "baseline") == 0) return false;
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
            __builtin_cpu_supports("f16c");
