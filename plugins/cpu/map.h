@@ -223,6 +223,17 @@ inline void BlockedRun(T* o, int64_t os, const T* const* in, const int64_t* is,
     bool unit = os == 1;
     for (size_t k = 0; k < kInputs; ++k) unit = unit && is[k] == 1;
     if (unit) {
+      for (; start + 16 <= n; start += 16) {
+        float t[kInputs][16];
+        for (size_t k = 0; k < kInputs; ++k) {
+          Widen8<Isa, T>(in[k] + start, t[k]);
+          Widen8<Isa, T>(in[k] + start + 8, t[k] + 8);
+        }
+        float r[16];
+        for (int j = 0; j < 16; ++j) r[j] = op(t[Is][j]...);
+        Narrow8<Isa, T>(r, o + start);
+        Narrow8<Isa, T>(r + 8, o + start + 8);
+      }
       for (; start + 8 <= n; start += 8) {
         float t[kInputs][8];
         for (size_t k = 0; k < kInputs; ++k)
