@@ -18,6 +18,12 @@
 
 namespace torchferry::cpu {
 
+// The 16-bit floats go through float32 blocks; everything else computes in
+// place.
+template <typename T>
+constexpr bool kBlocked =
+    std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
 // The float32 bits of a float16 without branches, so that the loop
 // vectorises: rebias the exponent, give inf/NaN the full float32 exponent,
 // and renormalise subnormals with one exact float subtraction.
@@ -65,30 +71,56 @@ TF_CPU_AVX2 inline void FloatToHalfF16c(const float* in, Half* out, int64_t n) {
 }
 #endif
 
-// Eight float16 at a time, for loops that convert, compute and convert
-// back in registers (see MapBlocked): F16C only. (The same loop over
-// bfloat16 was not vectorised by GCC, and the blocks are as fast there.)
+// Eight 16-bit floats at a time, for loops that convert, compute and
+// convert back in registers (see MapBlocked): F16C for float16, AVX2
+// integer shifts for bfloat16. (GCC did not vectorise the same loop over
+// the scalar bfloat16 conversions; without AVX2 the blocks are used.)
 template <typename Isa, typename T>
-constexpr bool kHasConvert8 =
-    std::is_same_v<T, Half>&& Isa::kAvx2&& TF_CPU_HAVE_AVX2_PATH;
+constexpr bool kHasConvert8 = kBlocked<T>&& Isa::kAvx2&& TF_CPU_HAVE_AVX2_PATH;
 
 #if TF_CPU_HAVE_AVX2_PATH
-TF_CPU_AVX2 inline void HalfToFloat8(const Half* in, float* out) {
+TF_CPU_AVX2 inline void Widen8Avx2(const Half* in, float* out) {
   _mm256_storeu_ps(
       out,
       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in))));
 }
-TF_CPU_AVX2 inline void FloatToHalf8(const float* in, Half* out) {
+TF_CPU_AVX2 inline void Narrow8Avx2(const float* in, Half* out) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
                    _mm256_cvtps_ph(_mm256_loadu_ps(in), 0));
+}
+TF_CPU_AVX2 inline void Widen8Avx2(const BFloat16* in, float* out) {
+  const __m256i wide = _mm256_cvtepu16_epi32(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(in)));
+  // Stored as floats, not integers: GCC then keeps the value in a register
+  // for the loop that reads it back.
+  _mm256_storeu_ps(out, _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
+}
+// FloatToBFloat16Bits, eight lanes: round to nearest even, NaN kept quiet.
+TF_CPU_AVX2 inline void Narrow8Avx2(const float* in, BFloat16* out) {
+  const __m256 v = _mm256_loadu_ps(in);
+  const __m256i u = _mm256_castps_si256(v);
+  const __m256i high = _mm256_srli_epi32(u, 16);
+  const __m256i odd = _mm256_and_si256(high, _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_srli_epi32(
+      _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), odd),
+      16);
+  const __m256i quiet = _mm256_or_si256(high, _mm256_set1_epi32(0x40));
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  const __m256i bits = _mm256_blendv_epi8(rounded, quiet, nan);
+  // Every lane fits 16 bits, so the saturating pack is exact; it packs
+  // within 128-bit halves, and the permute gathers lanes 0-7 in order.
+  const __m256i packed =
+      _mm256_permute4x64_epi64(_mm256_packus_epi32(bits, bits), 0xd8);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
+                   _mm256_castsi256_si128(packed));
 }
 #endif
 
 template <typename Isa, typename T>
-inline void Widen8(const Half* in, float* out) {
+inline void Widen8(const T* in, float* out) {
   static_assert(kHasConvert8<Isa, T>);
 #if TF_CPU_HAVE_AVX2_PATH
-  HalfToFloat8(in, out);
+  Widen8Avx2(in, out);
 #else
   (void)in;
   (void)out;
@@ -96,10 +128,10 @@ inline void Widen8(const Half* in, float* out) {
 }
 
 template <typename Isa, typename T>
-inline void Narrow8(const float* in, Half* out) {
+inline void Narrow8(const float* in, T* out) {
   static_assert(kHasConvert8<Isa, T>);
 #if TF_CPU_HAVE_AVX2_PATH
-  FloatToHalf8(in, out);
+  Narrow8Avx2(in, out);
 #else
   (void)in;
   (void)out;
@@ -147,11 +179,5 @@ inline void NarrowBlock(const float* __restrict in, T* __restrict out,
     for (int64_t i = 0; i < n; ++i) out[i] = Store<T>(in[i]);
   }
 }
-
-// The 16-bit floats go through float32 blocks; everything else computes in
-// place.
-template <typename T>
-constexpr bool kBlocked =
-    std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
 }  // namespace torchferry::cpu
