@@ -627,3 +627,52 @@ TEST_CASE("clamp on an int dtype refuses a float bound", "[elementwise]") {
   CHECK(r.status == TF_ERROR_INVALID_ARGUMENT);
   CHECK_THAT(r.message, Catch::Contains("an int") && Catch::Contains("float"));
 }
+
+TEST_CASE("16-bit pointwise ops widen and round every bit pattern exactly",
+          "[elementwise]") {
+  // The kernels convert float16 and bfloat16 by blocks and vectors (F16C,
+  // AVX2 integer code, or branchless loops); these must agree bit for bit
+  // with correct rounding. abs round-trips every pattern (NaN stays NaN,
+  // made quiet); add of half an ulp makes a tie at every finite value,
+  // and of three quarters of an ulp a plain round-up.
+  for (tf_dtype d : {kF16, kBF16}) {
+    const int mantissa_bits = d.code == TF_DTYPE_BFLOAT ? 7 : 10;
+    const uint32_t quiet_bit = d.code == TF_DTYPE_BFLOAT ? 0x40 : 0x200;
+    const int64_t n = 65536;
+    TestTensor x = TestTensor::Contiguous(d, {n});
+    for (int64_t i = 0; i < n; ++i) x.SetBits(i, static_cast<uint64_t>(i));
+    {
+      INFO(Describe("abs", d, "every bit pattern"));
+      TestTensor out = TestTensor::Contiguous(d, {n});
+      REQUIRE(RunUnary("abs", x, out).status == TF_OK);
+      int64_t mismatches = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        uint64_t want = static_cast<uint64_t>(i) & 0x7fffu;
+        if (std::isnan(x.Get(i))) want |= quiet_bit;
+        if (out.GetBits(i) != want && mismatches++ < 5) {
+          FAIL_CHECK("pattern " << i << ": got " << out.GetBits(i) << ", want "
+                                << want);
+        }
+      }
+      CHECK(mismatches == 0);
+    }
+    for (double fraction : {0.5, 0.75}) {
+      INFO(Describe("add", d, "x + " + std::to_string(fraction) + " ulp"));
+      TestTensor y = TestTensor::Contiguous(d, {n});
+      std::vector<double> want(n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double xv = x.Get(i);
+        double yv = 1.0;
+        if (std::isfinite(xv) && xv != 0) {
+          const double ulp = std::ldexp(1.0, std::ilogb(xv) - mantissa_bits);
+          yv = RoundTo(d, std::copysign(fraction * ulp, xv));
+        }
+        y.Set(i, yv);
+        want[i] = RoundTo(d, xv + y.Get(i));
+      }
+      TestTensor out = TestTensor::Contiguous(d, {n});
+      REQUIRE(RunAdd(x, y, 1, out).status == TF_OK);
+      ExpectValues(out, want, kExact);
+    }
+  }
+}
