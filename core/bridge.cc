@@ -45,6 +45,72 @@ int64_t Numel(int64_t ndim, const int64_t* shape) {
   return n;
 }
 
+// A DLPack producer is someone else's code: everything it describes is
+// checked before a kernel may walk it. Returns what is wrong ("" when
+// nothing), with the Python exception type to raise.
+std::string CheckDlpackTensor(const dlpack::Tensor& dl, DtypeIndex* dtype,
+                              int64_t* numel, PyObject** error_type) {
+  *error_type = PyExc_TypeError;
+  if (dl.device.device_type != TF_DEVICE_CPU &&
+      dl.device.device_type != TF_DEVICE_CUDA) {
+    *error_type = PyExc_NotImplementedError;
+    return fmt::format(
+        "DLPack device type {} is not carried; expected cpu (1) or cuda (2)",
+        dl.device.device_type);
+  }
+  *dtype = DtypeFromDlpack(dl.dtype.code, dl.dtype.bits, dl.dtype.lanes);
+  if (*dtype == kNoDtype) {
+    return fmt::format(
+        "torchferry does not carry DLPack dtype (code {}, {} bits, {} lanes); "
+        "expected a float, int, uint8 or bool dtype",
+        dl.dtype.code, dl.dtype.bits, dl.dtype.lanes);
+  }
+  constexpr int32_t kMaxDims = 64;
+  *error_type = PyExc_ValueError;
+  if (dl.ndim < 0 || dl.ndim > kMaxDims || (dl.ndim > 0 && !dl.shape)) {
+    return fmt::format(
+        "the DLPack tensor has {} dims{}; expected 0 to {} "
+        "with a shape",
+        dl.ndim, dl.shape ? "" : " and no shape", kMaxDims);
+  }
+  if (dl.strides == nullptr && dl.ndim > 1) {
+    *error_type = PyExc_NotImplementedError;
+    return "the DLPack tensor has no strides (a DLPack < 0.6 compact "
+           "tensor); pass a torch tensor";
+  }
+  // Elements, and the furthest element in each direction, must fit int64.
+  int64_t count = 1, reach = 0;
+  for (int32_t d = 0; d < dl.ndim; ++d) {
+    const int64_t size = dl.shape[d];
+    const int64_t stride = dl.strides ? dl.strides[d] : 1;
+    int64_t step;
+    if (size < 0) {
+      return fmt::format("the DLPack tensor has size {} on dim {}", size, d);
+    }
+    if (__builtin_mul_overflow(count, size, &count) ||
+        (size > 0 &&
+         (__builtin_mul_overflow(size - 1, stride, &step) ||
+          __builtin_add_overflow(reach, step < 0 ? -step : step, &reach)))) {
+      return "the DLPack tensor describes more elements or bytes than fit in "
+             "int64";
+    }
+  }
+  const int64_t itemsize = Dtype(*dtype).itemsize;
+  int64_t bytes;
+  if (__builtin_mul_overflow(reach + 1, itemsize, &bytes) ||
+      dl.byte_offset > static_cast<uint64_t>(INT64_MAX - bytes)) {
+    return "the DLPack tensor describes more bytes than fit in int64";
+  }
+  if (dl.data == nullptr && count > 0) {
+    return fmt::format(
+        "the DLPack tensor has {} elements but a NULL data "
+        "pointer",
+        count);
+  }
+  *numel = count;
+  return "";
+}
+
 }  // namespace
 
 const char* BridgePathName(BridgePath path) {
@@ -593,37 +659,23 @@ bool Bridge::ReadDlpack(PyObject* obj, const char* what, bool writable,
                                   what, Py_TYPE(obj)->tp_name));
   }
   Bump(counts_[static_cast<int>(BridgePath::kDlpack)]);
-  tf_tensor& v = ref->view;
-  if (dl->device.device_type == TF_DEVICE_CPU ||
-      dl->device.device_type == TF_DEVICE_CUDA) {
-    v.device = {dl->device.device_type, dl->device.device_id};
-  } else {
+  PyObject* error_type = nullptr;
+  std::string problem =
+      CheckDlpackTensor(*dl, &ref->dtype, &ref->numel, &error_type);
+  if (!problem.empty()) {
+    // The message is built from `dl` before Release frees it.
+    std::string message =
+        fmt::format("{}: {} ({})", what, problem, Py_TYPE(obj)->tp_name);
     Release(ref);
-    return RaiseError(PyExc_NotImplementedError,
-                      fmt::format("{}: DLPack device type {} is not carried; "
-                                  "expected cpu (1) or cuda (2)",
-                                  what, dl->device.device_type));
-  }
-  ref->dtype = DtypeFromDlpack(dl->dtype.code, dl->dtype.bits, dl->dtype.lanes);
-  if (ref->dtype == kNoDtype) {
-    Release(ref);
-    return RaiseError(
-        PyExc_TypeError,
-        fmt::format("{}: torchferry does not carry DLPack dtype (code {}, "
-                    "{} bits, {} lanes); expected a float, int, uint8 or "
-                    "bool dtype",
-                    what, dl->dtype.code, dl->dtype.bits, dl->dtype.lanes));
-  }
-  if (dl->strides == nullptr && dl->ndim > 1) {
-    Release(ref);
-    return RaiseError(PyExc_NotImplementedError,
-                      fmt::format("{}: this {} exports no strides (DLPack < "
-                                  "0.6 compact tensor); pass a torch tensor",
-                                  what, Py_TYPE(obj)->tp_name));
+    return RaiseError(error_type, message);
   }
   static int64_t kUnitStride = 1;
+  tf_tensor& v = ref->view;
+  v.device = {dl->device.device_type, dl->device.device_id};
   v.dtype = Dtype(ref->dtype).dtype;
-  v.data = static_cast<char*>(dl->data) + dl->byte_offset;
+  v.data = ref->numel == 0 && dl->data == nullptr
+               ? nullptr
+               : static_cast<char*>(dl->data) + dl->byte_offset;
   v.byte_offset = 0;
   v.ndim = dl->ndim;
   v.shape = dl->shape;
@@ -631,11 +683,14 @@ bool Bridge::ReadDlpack(PyObject* obj, const char* what, bool writable,
   v.flags = ContiguityFlag(v.ndim, v.shape, v.strides);
   v.source = nullptr;
   v.source_kind = TF_SOURCE_NONE;
-  ref->numel = Numel(v.ndim, v.shape);
   return true;
 }
 
 void Bridge::ReleaseDlpack(TensorRef* ref) {
+  // A producer's deleter may run Python (ctypes, Cython), which must not see
+  // an exception this call is about to raise.
+  PyObject *type, *value, *trace;
+  PyErr_Fetch(&type, &value, &trace);
   if (ref->dlpack_versioned) {
     auto* m = static_cast<dlpack::ManagedTensorVersioned*>(ref->dlpack_managed);
     if (m->deleter) m->deleter(m);
@@ -644,6 +699,7 @@ void Bridge::ReleaseDlpack(TensorRef* ref) {
     if (m->deleter) m->deleter(m);
   }
   ref->dlpack_managed = nullptr;
+  PyErr_Restore(type, value, trace);
 }
 
 }  // namespace torchferry

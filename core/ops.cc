@@ -489,7 +489,9 @@ bool PrepareMatmul(const ParsedArgs& args, CallFrame& f) {
                                   ShapeText(av.ndim, av.shape),
                                   ShapeText(bv.ndim, bv.shape)));
   }
-  const int64_t batch = std::max(ba, bb);
+  // Broadcast like torch: a batch of 1 takes the other's, even when that
+  // one is 0 (then the product is empty).
+  const int64_t batch = ba == 1 ? bb : ba;
   const bool batched = av.ndim == 3 || bv.ndim == 3;
   int64_t shape[3] = {batch, m, n};
   const int out_ndim = batched ? 3 : 2;

@@ -215,8 +215,10 @@ PyObject* NewView(PyObject* obj) {
     Py_DECREF(v);
     return PyErr_NoMemory();
   }
-  std::memcpy(v->dims, t.shape, sizeof(int64_t) * t.ndim);
-  std::memcpy(v->dims + t.ndim, t.strides, sizeof(int64_t) * t.ndim);
+  if (t.ndim > 0) {  // a 0-dim view may have NULL shape and strides
+    std::memcpy(v->dims, t.shape, sizeof(int64_t) * t.ndim);
+    std::memcpy(v->dims + t.ndim, t.strides, sizeof(int64_t) * t.ndim);
+  }
   return reinterpret_cast<PyObject*>(v);
 }
 

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include "loader/elf_check.h"
 #include "loader/known_values.h"
 #include "loader/loader.h"
 #include "loader/log.h"
@@ -30,6 +31,12 @@ std::string LastDlerror() {
 OpenedPlugin OpenPlugin(const std::string& path) {
   OpenedPlugin opened;
   const std::string file = FileName(path);
+  std::string truncated = CheckElfSegmentsInFile(path);
+  if (!truncated.empty()) {
+    opened.error =
+        fmt::format("{}: cannot load the library: {}", file, truncated);
+    return opened;
+  }
   ::dlerror();  // clear a stale message so the one we report is ours
   opened.dl_handle = ::dlopen(DlopenPath(path).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (opened.dl_handle == nullptr) {

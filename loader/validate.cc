@@ -166,6 +166,13 @@ class Validator {
           "sizeof(tf_kernel) in every kernel",
           result_.name, stride, kKernelV1Size, kMaxKernelStructSize);
     }
+    if (stride % alignof(tf_kernel) != 0) {
+      return Fail(
+          "plugin '{}': kernels[0].struct_size is {}, not a multiple of "
+          "tf_kernel's alignment ({}); expected sizeof(tf_kernel) of a "
+          "compiler for this platform",
+          result_.name, stride, alignof(tf_kernel));
+    }
     const auto* base = reinterpret_cast<const unsigned char*>(p->kernels);
     std::set<std::tuple<int, int32_t, uint8_t, uint8_t, uint16_t>> seen;
     for (size_t i = 0; i < count; ++i) {

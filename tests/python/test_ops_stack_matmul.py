@@ -162,3 +162,14 @@ def test_matmul_large_releases_the_gil(path):
     with conversions(path, 3):
         out = ops.matmul(a, b)
     assert_matches(out, a @ b, reduce=True)
+
+
+@pytest.mark.parametrize(
+    "a_shape, b_shape",
+    [((0, 4, 2), (2, 3)), ((1, 4, 2), (0, 2, 3)), ((0, 4, 2), (1, 2, 3)), ((2, 4, 0), (2, 0, 3))],
+)
+def test_matmul_with_an_empty_batch_or_inner_dim_matches_torch(a_shape, b_shape):
+    a, b = torch.ones(a_shape), torch.ones(b_shape)
+    out = ops.matmul(a, b)
+    expected = torch.matmul(a, b)
+    assert out.shape == expected.shape and torch.equal(out, expected)
