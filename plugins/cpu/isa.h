@@ -23,6 +23,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace torchferry::cpu {
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -47,6 +51,23 @@ struct Avx2Isa {
   static constexpr bool kAvx2 = true;
 };
 
+#if TF_CPU_HAVE_AVX2_PATH
+// cpuid rather than __builtin_cpu_supports: clang 14 does not know "f16c",
+// and the OS must also save the YMM registers (OSXSAVE, then XCR0 bits 1-2).
+inline bool CpuHasAvx2FmaF16c() {
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  const bool fma = ecx & (1u << 12), osxsave = ecx & (1u << 27),
+             avx = ecx & (1u << 28), f16c = ecx & (1u << 29);
+  if (!(fma && osxsave && avx && f16c)) return false;
+  unsigned xcr0_lo, xcr0_hi;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  if ((xcr0_lo & 6u) != 6u) return false;  // XMM and YMM state saved
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  return ebx & (1u << 5);  // AVX2
+}
+#endif
+
 // True when the CPU and OS support AVX2, FMA and F16C; computed once.
 // TORCHFERRY_CPU_ISA=baseline turns the AVX2 loops off, so that the tests can
 // check the baseline instantiations on a machine that has AVX2.
@@ -55,9 +76,7 @@ inline bool UseAvx2() {
   static const bool use = [] {
     const char* isa = std::getenv("TORCHFERRY_CPU_ISA");
     if (isa != nullptr && std::strcmp(isa, "baseline") == 0) return false;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+    return CpuHasAvx2FmaF16c();
   }();
   return use;
 #else

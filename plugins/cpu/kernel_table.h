@@ -9,6 +9,7 @@
 #include <cstddef>
 
 #include "abi/torchferry.h"
+#include "call.h"
 #include "dtype.h"
 
 namespace torchferry::cpu {
@@ -18,10 +19,22 @@ struct KernelList {
   size_t count;
 };
 
+// An empty output needs no work, and its data pointer may be NULL, which a
+// loop must not even offset; every kernel starts here.
+template <typename Op, typename T>
+tf_status SkipEmptyOutputThenRun(const tf_call* call) {
+  if (call->num_outputs > 0 && Numel(call->outputs[0]) == 0) return TF_OK;
+  return Op::template Run<T>(call);
+}
+
 template <typename Op, typename T>
 constexpr tf_kernel KernelFor() {
-  return tf_kernel{sizeof(tf_kernel),    Op::kName, TF_DEVICE_CPU, DtypeOf<T>(),
-                   &Op::template Run<T>, nullptr};
+  return tf_kernel{sizeof(tf_kernel),
+                   Op::kName,
+                   TF_DEVICE_CPU,
+                   DtypeOf<T>(),
+                   &SkipEmptyOutputThenRun<Op, T>,
+                   nullptr};
 }
 
 template <typename Op, typename... Ts>
