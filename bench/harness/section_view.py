@@ -23,7 +23,7 @@ def variants(ctx, x):
     auto, others = paths()
     vs = [
         Variant(REFERENCE, on_path(auto, python_timer("view(x)", sync, view=bridge.view, x=x)),
-                note=f"{auto} path; returns a dict of the whole view"),
+                note=f"{auto} path; returns a TensorView; its fields are built when read"),
     ]
     for p in others:
         vs.append(Variant(f"torchferry.bridge.view [{p}]", on_path(p, python_timer("view(x)", sync, view=bridge.view, x=x))))
