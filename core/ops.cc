@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <initializer_list>
 
 #include "core/checks.h"
 #include "core/out_alloc.h"
@@ -17,6 +18,20 @@ tf_arg TensorArg(const TensorRef* ref) {
   tf_arg a{};
   a.kind = TF_ARG_TENSOR;
   a.value.tensor = &ref->view;
+  return a;
+}
+
+tf_arg IntArg(int64_t value) {
+  tf_arg a{};
+  a.kind = TF_ARG_INT;
+  a.value.i = value;
+  return a;
+}
+
+tf_arg FloatArg(double value) {
+  tf_arg a{};
+  a.kind = TF_ARG_FLOAT;
+  a.value.f = value;
   return a;
 }
 
@@ -118,6 +133,17 @@ bool TakeOut(const char* op, const ParsedArgs& args, CallFrame& frame,
   return true;
 }
 
+// The call's tensor inputs, in the op's order; the first keys the kernel
+// lookup. `work` (elements touched) decides whether the GIL is released.
+void SetTensorInputs(CallFrame& f, std::initializer_list<TensorRef*> inputs,
+                     int64_t work) {
+  int i = 0;
+  for (TensorRef* r : inputs) f.inputs[i++] = TensorArg(r);
+  f.num_inputs = i;
+  f.dispatch_ref = *inputs.begin();
+  f.work = work;
+}
+
 // An input tensor that must share the first input's device and dtype.
 TensorRef* TakeLike(const char* op, const char* what, PyObject* obj,
                     CallFrame& frame, const TensorRef& first) {
@@ -140,10 +166,7 @@ bool PrepareUnary(const ParsedArgs& args, CallFrame& f) {
       !CheckNoOverlap(op, "input", *x, *f.out_ref, /*exact_alias_ok=*/true)) {
     return false;
   }
-  f.inputs[0] = TensorArg(x);
-  f.num_inputs = 1;
-  f.dispatch_ref = x;
-  f.work = x->numel;
+  SetTensorInputs(f, {x}, x->numel);
   return true;
 }
 
@@ -162,9 +185,6 @@ bool PrepareBinary(const ParsedArgs& args, CallFrame& f) {
       !CheckNoOverlap(op, "other", *y, *f.out_ref, true)) {
     return false;
   }
-  f.inputs[0] = TensorArg(x);
-  f.inputs[1] = TensorArg(y);
-  f.num_inputs = 2;
   if (kOp == OpId::kAdd) {
     PyObject* one = PyLong_FromLong(1);  // cached small int: no allocation
     bool ok = ScalarArg(op, "alpha", args.values[2] ? args.values[2] : one,
@@ -173,8 +193,7 @@ bool PrepareBinary(const ParsedArgs& args, CallFrame& f) {
     if (!ok) return false;
     f.num_attrs = 1;
   }
-  f.dispatch_ref = x;
-  f.work = f.out_ref->numel * 2;
+  SetTensorInputs(f, {x, y}, f.out_ref->numel * 2);
   return true;
 }
 
@@ -311,10 +330,7 @@ bool PrepareStack(const ParsedArgs& args, CallFrame& f) {
   f.inputs[0].value.list.items = views;
   f.inputs[0].value.list.count = count;
   f.num_inputs = 1;
-  f.attrs[0] = tf_arg{};
-  f.attrs[0].kind = TF_ARG_INT;
-  f.attrs[0].value.i = dim;
-  f.num_attrs = 1;
+  f.attrs[f.num_attrs++] = IntArg(dim);
   f.dispatch_ref = first;
   f.work = f.out_ref->numel;
   return true;
@@ -334,10 +350,7 @@ bool PrepareCast(const ParsedArgs& args, CallFrame& f) {
       !CheckNoOverlap(op, "input", *x, *f.out_ref, false)) {
     return false;
   }
-  f.inputs[0] = TensorArg(x);
-  f.num_inputs = 1;
-  f.dispatch_ref = x;
-  f.work = x->numel;
+  SetTensorInputs(f, {x}, x->numel);
   return true;
 }
 
@@ -360,10 +373,7 @@ bool PrepareSiluAndMul(const ParsedArgs& args, CallFrame& f) {
       !CheckNoOverlap(op, "input", *x, *f.out_ref, false)) {
     return false;
   }
-  f.inputs[0] = TensorArg(x);
-  f.num_inputs = 1;
-  f.dispatch_ref = x;
-  f.work = x->numel;
+  SetTensorInputs(f, {x}, x->numel);
   return true;
 }
 
@@ -397,15 +407,8 @@ bool PrepareRmsNorm(const ParsedArgs& args, CallFrame& f) {
       !CheckNoOverlap(op, "weight", *w, *f.out_ref, false)) {
     return false;
   }
-  f.inputs[0] = TensorArg(x);
-  f.inputs[1] = TensorArg(w);
-  f.num_inputs = 2;
-  f.attrs[0] = tf_arg{};
-  f.attrs[0].kind = TF_ARG_FLOAT;
-  f.attrs[0].value.f = eps;
-  f.num_attrs = 1;
-  f.dispatch_ref = x;
-  f.work = x->numel * 2;
+  f.attrs[f.num_attrs++] = FloatArg(eps);
+  SetTensorInputs(f, {x, w}, x->numel * 2);
   return true;
 }
 
@@ -429,14 +432,8 @@ bool PrepareSoftmax(const ParsedArgs& args, CallFrame& f) {
     f.output.shape = one;
     f.output.strides = one;
   }
-  f.inputs[0] = TensorArg(x);
-  f.num_inputs = 1;
-  f.attrs[0] = tf_arg{};
-  f.attrs[0].kind = TF_ARG_INT;
-  f.attrs[0].value.i = dim;
-  f.num_attrs = 1;
-  f.dispatch_ref = x;
-  f.work = x->numel * 3;
+  f.attrs[f.num_attrs++] = IntArg(dim);
+  SetTensorInputs(f, {x}, x->numel * 3);
   return true;
 }
 
@@ -503,11 +500,7 @@ bool PrepareMatmul(const ParsedArgs& args, CallFrame& f) {
       !As3d(f, &f.output, batch)) {
     return false;
   }
-  f.inputs[0] = TensorArg(a);
-  f.inputs[1] = TensorArg(b);
-  f.num_inputs = 2;
-  f.dispatch_ref = a;
-  f.work = batch * m * n * k;
+  SetTensorInputs(f, {a, b}, batch * m * n * k);
   return true;
 }
 
