@@ -13,6 +13,7 @@
 #include "core/out_alloc.h"
 #include "core/py_errors.h"
 #include "core/py_view.h"
+#include "loader/known_values.h"
 #include "loader/loader.h"
 
 namespace torchferry {
@@ -165,32 +166,12 @@ PyObject* TimeBridge(PyObject*, PyObject* args) {
 
 // --- plugins -----------------------------------------------------------------
 
-const char* DeviceTypeName(int32_t type) {
-  switch (type) {
-    case TF_DEVICE_CPU:
-      return "cpu";
-    case TF_DEVICE_CUDA:
-      return "cuda";
-    case TF_DEVICE_CUDA_HOST:
-      return "cuda_host";
-    case TF_DEVICE_ROCM:
-      return "rocm";
-    default:
-      return "unknown";
-  }
-}
-
-const char* DtypeNameOf(tf_dtype d) {
-  DtypeIndex i = DtypeFromDlpack(d.code, d.bits, d.lanes);
-  return i == kNoDtype ? "unknown" : Dtype(i).name;
-}
-
 PyObject* KernelList(const std::vector<KernelInfo>& kernels) {
   PyObject* list = PyList_New(0);
   for (const KernelInfo& k : kernels) {
     PyObject* item =
-        Py_BuildValue("(sss)", k.op.c_str(), DeviceTypeName(k.device_type),
-                      DtypeNameOf(k.dtype));
+        Py_BuildValue("(sss)", k.op.c_str(), DeviceName(k.device_type).c_str(),
+                      DtypeName(k.dtype).c_str());
     PyList_Append(list, item);
     Py_DECREF(item);
   }
@@ -232,9 +213,9 @@ PyObject* Shadowed(PyObject*, PyObject*) {
   for (const auto& s : g_registry->shadowed()) {
     PyObject* item =
         Py_BuildValue("{s:s,s:s,s:s,s:s,s:s}", "op", s.kernel.op.c_str(),
-                      "device", DeviceTypeName(s.kernel.device_type), "dtype",
-                      DtypeNameOf(s.kernel.dtype), "loser", s.loser.c_str(),
-                      "winner", s.winner.c_str());
+                      "device", DeviceName(s.kernel.device_type).c_str(),
+                      "dtype", DtypeName(s.kernel.dtype).c_str(), "loser",
+                      s.loser.c_str(), "winner", s.winner.c_str());
     PyList_Append(list, item);
     Py_DECREF(item);
   }
