@@ -306,9 +306,22 @@ struct Matmul {
     // A batch of 1 beside a larger one repeats, whatever its stride says.
     const int64_t a_batch = a.shape[0] == 1 ? 0 : a.strides[0];
     const int64_t b_batch = b.shape[0] == 1 ? 0 : b.strides[0];
+    T* out_data = DataOf<T>(out);
+    if (k == 0) {
+      // An empty sum is 0; a and b hold no elements and may be NULL, so they
+      // are not even offset.
+      for (int64_t i = 0; i < batch; ++i) {
+        for (int64_t r = 0; r < m; ++r) {
+          for (int64_t c = 0; c < n; ++c) {
+            out_data[i * out.strides[0] + r * out.strides[1] +
+                     c * out.strides[2]] = Store<T>(ComputeOf<T>(0));
+          }
+        }
+      }
+      return TF_OK;
+    }
     const T* a_data = DataOf<const T>(a);
     const T* b_data = DataOf<const T>(b);
-    T* out_data = DataOf<T>(out);
     for (int64_t i = 0; i < batch; ++i) {
       // The panels need AVX2: in the baseline build GCC lowers the tile's
       // eight Float8 sums to sixteen SSE registers and spills, and the

@@ -91,14 +91,16 @@ uint32_t ContiguityFlag(int ndim, const int64_t* shape,
 std::string ViewText(const tf_tensor& v) {
   std::string s = "dtype(" + std::to_string(v.dtype.code) + "," +
                   std::to_string(v.dtype.bits) + ") shape [";
-  for (int d = 0; d < v.ndim; ++d) s += (d ? ", " : "") + std::to_string(v.shape[d]);
+  for (int d = 0; d < v.ndim; ++d)
+    s += (d ? ", " : "") + std::to_string(v.shape[d]);
   s += "] strides [";
   for (int d = 0; d < v.ndim; ++d) {
     s += (d ? ", " : "") + std::to_string(v.strides[d]);
   }
   char data[32];
   std::snprintf(data, sizeof data, "%p", v.data);
-  return s + "] data " + data + (v.flags & TF_TENSOR_CONTIGUOUS ? " contiguous" : "");
+  return s + "] data " + data +
+         (v.flags & TF_TENSOR_CONTIGUOUS ? " contiguous" : "");
 }
 
 // One tensor: its own block of memory, its view, and the TensorRef the core's
@@ -167,8 +169,8 @@ class Call {
   bool PrepareSoftmax();
   bool PrepareMatmul();
   bool PrepareNoop();
-  bool TakeOut(DtypeIndex dtype, int ndim, const int64_t* shape,
-               Operand* like, Operand* out);
+  bool TakeOut(DtypeIndex dtype, int ndim, const int64_t* shape, Operand* like,
+               Operand* out);
   bool As3d(tf_tensor* v, int64_t batch);
 
   void CheckAccepted();
@@ -254,8 +256,9 @@ Operand* Call::Tensor(std::vector<int64_t> shape, DtypeIndex dtype) {
   o->ref.numel = numel;
   o->ref.object = nullptr;
   if (std::getenv("TF_FUZZ_VERBOSE") != nullptr) {
-    std::fprintf(stderr, "tensor: %s, block %zu bytes, numel %lld\n", ViewText(v).c_str(),
-                 o->block_bytes, static_cast<long long>(numel));
+    std::fprintf(stderr, "tensor: %s, block %zu bytes, numel %lld\n",
+                 ViewText(v).c_str(), o->block_bytes,
+                 static_cast<long long>(numel));
   }
   operands_.push_back(std::move(o));
   return operands_.back().get();
@@ -361,9 +364,10 @@ std::vector<int64_t> Call::BroadcastPartner(const std::vector<int64_t>& shape) {
 Operand* Call::Out(const std::vector<int64_t>& shape, DtypeIndex dtype) {
   const uint32_t how = in_.Pick(16);
   if (how == 0) return Tensor(Shape(Rank()), dtype);  // likely the wrong shape
-  if (how == 1) return Tensor(shape, dtype);          // any layout, maybe
-                                                      // expanded
-  if (how == 2) return Fresh(shape, AnyDtype());      // maybe the wrong dtype
+  if (how == 1)
+    return Tensor(shape, dtype);                  // any layout, maybe
+                                                  // expanded
+  if (how == 2) return Fresh(shape, AnyDtype());  // maybe the wrong dtype
   if ((how == 3 || how == 4) && !tensor_inputs_.empty()) {
     // An alias: exactly an input's view, or that view shifted by an element.
     const tf_tensor* target =
@@ -432,7 +436,8 @@ tf_arg ScalarArg(ByteReader& in, DtypeIndex dtype) {
     a.value.f = extreme ? in.Raw<double>() : (in.Pick(33) - 16) / 4.0;
   } else {
     a.kind = TF_ARG_INT;
-    a.value.i = extreme ? in.Raw<int64_t>() : static_cast<int64_t>(in.Pick(17)) - 8;
+    a.value.i =
+        extreme ? in.Raw<int64_t>() : static_cast<int64_t>(in.Pick(17)) - 8;
   }
   return a;
 }
@@ -553,7 +558,8 @@ bool Call::PrepareStack() {
   const int rank = first->ref.view.ndim;
   std::vector<Operand*> items = {first};
   for (int i = 1; i < count; ++i) {
-    Operand* r = Tensor(in_.Pick(16) == 0 ? Shape(Rank()) : first->shape, dtype);
+    Operand* r =
+        Tensor(in_.Pick(16) == 0 ? Shape(Rank()) : first->shape, dtype);
     tensor_inputs_.push_back({&r->ref.view, 0});
     if (!CheckShape(op, "tensors[i]", r->ref, rank, first->ref.view.shape)) {
       return false;
@@ -638,9 +644,8 @@ bool Call::PrepareRmsNorm() {
   const int ndim = x->ref.view.ndim;
   if (ndim < 1) return false;
   const int64_t last = x->shape[ndim - 1];
-  Operand* w = Tensor(in_.Pick(16) == 0 ? Shape(Rank())
-                                        : std::vector<int64_t>{last},
-                      dtype);
+  Operand* w = Tensor(
+      in_.Pick(16) == 0 ? Shape(Rank()) : std::vector<int64_t>{last}, dtype);
   tensor_inputs_.push_back({&w->ref.view, 1});
   if (!CheckShape(op, "weight", w->ref, 1, &last)) return false;
   Operand* out = Out(x->shape, dtype);
@@ -669,7 +674,8 @@ bool Call::PrepareSoftmax() {
   const int rank = x->ref.view.ndim;
   int64_t lo = -rank, hi = rank - 1;
   if (rank == 0) lo = -1, hi = 0;
-  int64_t dim = lo + static_cast<int64_t>(in_.Pick(static_cast<uint32_t>(hi - lo + 2)));
+  int64_t dim =
+      lo + static_cast<int64_t>(in_.Pick(static_cast<uint32_t>(hi - lo + 2)));
   if (dim > hi) return false;  // WrapDim's refusal
   if (dim < 0) dim += std::max(rank, 1);
   Operand* out = Out(x->shape, dtype);
@@ -741,13 +747,12 @@ bool Call::PrepareMatmul() {
   const int64_t ba = av.ndim == 3 ? av.shape[0] : 1;
   const int64_t bb = bv.ndim == 3 ? bv.shape[0] : 1;
   if (ak != bk || (ba != bb && ba != 1 && bb != 1)) return false;
-  const int64_t batch = std::max(ba, bb);
+  const int64_t batch = ba == 1 ? bb : ba;  // as core/ops.cc: 1 takes 0 too
   const bool batched = av.ndim == 3 || bv.ndim == 3;
   int64_t shape[3] = {batch, am, bn};
   const int out_ndim = batched ? 3 : 2;
-  Operand* out = Out(std::vector<int64_t>(batched ? shape : shape + 1,
-                                          shape + 3),
-                     dtype);
+  Operand* out =
+      Out(std::vector<int64_t>(batched ? shape : shape + 1, shape + 3), dtype);
   if (!TakeOut(dtype, out_ndim, batched ? shape : shape + 1, a, out) ||
       !CheckNoOverlap(op, "input", a->ref, out->ref, false) ||
       !CheckNoOverlap(op, "other", b->ref, out->ref, false) ||
@@ -816,7 +821,8 @@ std::set<uintptr_t> Call::Elements(const tf_tensor& v, int itemsize,
   for (int64_t e = 0; e < numel; ++e) {
     int64_t offset = 0;
     for (int d = 0; d < v.ndim; ++d) offset += index[d] * v.strides[d];
-    const uintptr_t at = reinterpret_cast<uintptr_t>(v.data) + offset * itemsize;
+    const uintptr_t at =
+        reinterpret_cast<uintptr_t>(v.data) + offset * itemsize;
     if (!seen.insert(at).second) *distinct = false;
     for (int d = v.ndim - 1; d >= 0; --d) {
       if (++index[d] < v.shape[d]) break;
@@ -861,9 +867,11 @@ void Call::CheckAccepted() {
   };
   for (const tf_tensor* v : alias_never_) {
     if (overlaps(*v, Dtype(DtypeFromDlpack(v->dtype.code, v->dtype.bits,
-                                           v->dtype.lanes)).itemsize)) {
-      Broken(std::string("the checks accepted an out overlapping an input of ") +
-             kOpNames[static_cast<int>(op_)].data());
+                                           v->dtype.lanes))
+                         .itemsize)) {
+      Broken(
+          std::string("the checks accepted an out overlapping an input of ") +
+          kOpNames[static_cast<int>(op_)].data());
     }
   }
   for (const tf_tensor* v : alias_ok_) {
@@ -886,10 +894,12 @@ void Call::Describe(const std::string& plugin) const {
   for (int i = 0; i < num_inputs_; ++i) {
     const tf_arg& a = inputs_[i];
     if (a.kind == TF_ARG_TENSOR) {
-      std::fprintf(stderr, "  input %d: %s\n", i, ViewText(*a.value.tensor).c_str());
+      std::fprintf(stderr, "  input %d: %s\n", i,
+                   ViewText(*a.value.tensor).c_str());
     } else if (a.kind == TF_ARG_TENSOR_LIST) {
       for (int64_t j = 0; j < a.value.list.count; ++j) {
-        std::fprintf(stderr, "  input %d[%lld]: %s\n", i, static_cast<long long>(j),
+        std::fprintf(stderr, "  input %d[%lld]: %s\n", i,
+                     static_cast<long long>(j),
                      ViewText(a.value.list.items[j]).c_str());
       }
     } else {
@@ -913,9 +923,8 @@ void Call::Describe(const std::string& plugin) const {
 }
 
 void Call::CallKernel(Registry* registry) {
-  const KernelEntry* k =
-      registry->Find(kOpNames[static_cast<int>(op_)], TF_DEVICE_CPU,
-                     Dtype(key_dtype_).dtype);
+  const KernelEntry* k = registry->Find(kOpNames[static_cast<int>(op_)],
+                                        TF_DEVICE_CPU, Dtype(key_dtype_).dtype);
   if (k == nullptr) return;  // the host raises NotImplementedError
   // Snapshot every block; afterwards only the out's elements may differ.
   std::vector<std::pair<unsigned char*, std::vector<unsigned char>>> before;

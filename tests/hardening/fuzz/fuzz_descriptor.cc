@@ -35,9 +35,9 @@ namespace {
 tf_status DummyKernel(const tf_call*) { return TF_OK; }
 
 constexpr tf_dtype kKnownDtypes[] = {
-    {TF_DTYPE_FLOAT, 32, 1}, {TF_DTYPE_FLOAT, 64, 1}, {TF_DTYPE_FLOAT, 16, 1},
-    {TF_DTYPE_BFLOAT, 16, 1}, {TF_DTYPE_INT, 8, 1},   {TF_DTYPE_INT, 16, 1},
-    {TF_DTYPE_INT, 32, 1},   {TF_DTYPE_INT, 64, 1},   {TF_DTYPE_UINT, 8, 1},
+    {TF_DTYPE_FLOAT, 32, 1},  {TF_DTYPE_FLOAT, 64, 1}, {TF_DTYPE_FLOAT, 16, 1},
+    {TF_DTYPE_BFLOAT, 16, 1}, {TF_DTYPE_INT, 8, 1},    {TF_DTYPE_INT, 16, 1},
+    {TF_DTYPE_INT, 32, 1},    {TF_DTYPE_INT, 64, 1},   {TF_DTYPE_UINT, 8, 1},
     {TF_DTYPE_BOOL, 8, 1},
 };
 
@@ -60,7 +60,8 @@ struct Arena {
 // Writes `value` at `offset` of a block of `size` bytes when it fits.
 template <typename T>
 void Put(unsigned char* block, size_t size, size_t offset, const T& value) {
-  if (offset + sizeof(T) <= size) std::memcpy(block + offset, &value, sizeof(T));
+  if (offset + sizeof(T) <= size)
+    std::memcpy(block + offset, &value, sizeof(T));
 }
 
 std::string NameBytes(ByteReader& in) {
@@ -111,13 +112,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // tf_plugin, allocated at its declared size.
   size_t declared;
   switch (in.Pick(8)) {
-    case 0: declared = 0; break;
-    case 1: declared = 8; break;
-    case 2: declared = 16; break;
-    case 3: declared = torchferry::kPluginV1Size - 8; break;
-    case 5: declared = sizeof(tf_plugin) + 16; break;
-    case 6: declared = in.Raw<uint16_t>(); break;
-    default: declared = sizeof(tf_plugin); break;
+    case 0:
+      declared = 0;
+      break;
+    case 1:
+      declared = 8;
+      break;
+    case 2:
+      declared = 16;
+      break;
+    case 3:
+      declared = torchferry::kPluginV1Size - 8;
+      break;
+    case 5:
+      declared = sizeof(tf_plugin) + 16;
+      break;
+    case 6:
+      declared = in.Raw<uint16_t>();
+      break;
+    default:
+      declared = sizeof(tf_plugin);
+      break;
   }
   const size_t plugin_bytes = declared < 8 ? 8 : declared;
   unsigned char* plugin = arena.Alloc(plugin_bytes);
@@ -125,15 +140,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   uint32_t major = 1, minor = 0;
   switch (in.Pick(4)) {
-    case 2: major = 2; break;
-    case 3: major = in.Raw<uint32_t>(); break;
-    default: break;
+    case 2:
+      major = 2;
+      break;
+    case 3:
+      major = in.Raw<uint32_t>();
+      break;
+    default:
+      break;
   }
   switch (in.Pick(4)) {
-    case 1: minor = 1; break;
-    case 2: minor = 2; break;
-    case 3: minor = in.Raw<uint32_t>(); break;
-    default: break;
+    case 1:
+      minor = 1;
+      break;
+    case 2:
+      minor = 2;
+      break;
+    case 3:
+      minor = in.Raw<uint32_t>();
+      break;
+    default:
+      break;
   }
   Put(plugin, plugin_bytes, offsetof(tf_plugin, abi_version_major), major);
   Put(plugin, plugin_bytes, offsetof(tf_plugin, abi_version_minor), minor);
@@ -150,16 +177,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       version = arena.String(v);
       break;
     }
-    case 2: version = "1.0"; break;
-    default: break;
+    case 2:
+      version = "1.0";
+      break;
+    default:
+      break;
   }
   Put(plugin, plugin_bytes, offsetof(tf_plugin, version), version);
   int32_t kind = 0;
   switch (in.Pick(4)) {
-    case 1: kind = 1; break;
-    case 2: kind = 7; break;
-    case 3: kind = in.Raw<int32_t>(); break;
-    default: break;
+    case 1:
+      kind = 1;
+      break;
+    case 2:
+      kind = 7;
+      break;
+    case 3:
+      kind = in.Raw<int32_t>();
+      break;
+    default:
+      break;
   }
   Put(plugin, plugin_bytes, offsetof(tf_plugin, kind), kind);
 
@@ -167,20 +204,42 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // whenever the validator may read them.
   size_t count = 0;
   switch (in.Pick(6)) {
-    case 0: count = 0; break;
-    case 4: count = in.Raw<uint64_t>(); break;
-    case 5: count = torchferry::kMaxKernels + 1; break;
-    default: count = in.U8() % 33; break;
+    case 0:
+      count = 0;
+      break;
+    case 4:
+      count = in.Raw<uint64_t>();
+      break;
+    case 5:
+      count = torchferry::kMaxKernels + 1;
+      break;
+    default:
+      count = in.U8() % 33;
+      break;
   }
   size_t stride;
   switch (in.Pick(7)) {
-    case 1: stride = sizeof(tf_kernel) + 8; break;
-    case 2: stride = torchferry::kKernelV1Size - 8; break;
-    case 3: stride = 0; break;
-    case 4: stride = torchferry::kMaxKernelStructSize; break;
-    case 5: stride = torchferry::kMaxKernelStructSize + 8; break;
-    case 6: stride = in.Raw<uint16_t>(); break;
-    default: stride = sizeof(tf_kernel); break;
+    case 1:
+      stride = sizeof(tf_kernel) + 8;
+      break;
+    case 2:
+      stride = torchferry::kKernelV1Size - 8;
+      break;
+    case 3:
+      stride = 0;
+      break;
+    case 4:
+      stride = torchferry::kMaxKernelStructSize;
+      break;
+    case 5:
+      stride = torchferry::kMaxKernelStructSize + 8;
+      break;
+    case 6:
+      stride = in.Raw<uint16_t>();
+      break;
+    default:
+      stride = sizeof(tf_kernel);
+      break;
   }
   const bool null_kernels = in.Pick(8) == 0;
   const bool stride_ok = stride >= torchferry::kKernelV1Size &&
@@ -200,19 +259,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const size_t room = stride_ok ? stride : bytes;
       // kernels[0].struct_size IS the array's stride; later entries may
       // disagree with it (the validator must refuse that).
-      size_t own_size =
-          i > 0 && in.Pick(8) == 0 ? in.Raw<uint16_t>() : stride;
+      size_t own_size = i > 0 && in.Pick(8) == 0 ? in.Raw<uint16_t>() : stride;
       Put(k, room, offsetof(tf_kernel, struct_size), own_size);
       if (!stride_ok) break;  // only kernels[0].struct_size is read
       Put(k, room, offsetof(tf_kernel, op), OpName(in, arena));
       int32_t device;
       switch (in.Pick(6)) {
-        case 0: device = TF_DEVICE_CPU; break;
-        case 1: device = TF_DEVICE_CUDA; break;
-        case 2: device = TF_DEVICE_CUDA_HOST; break;
-        case 3: device = TF_DEVICE_ROCM; break;
-        case 4: device = TF_DEVICE_META; break;
-        default: device = in.Raw<int32_t>(); break;
+        case 0:
+          device = TF_DEVICE_CPU;
+          break;
+        case 1:
+          device = TF_DEVICE_CUDA;
+          break;
+        case 2:
+          device = TF_DEVICE_CUDA_HOST;
+          break;
+        case 3:
+          device = TF_DEVICE_ROCM;
+          break;
+        case 4:
+          device = TF_DEVICE_META;
+          break;
+        default:
+          device = in.Raw<int32_t>();
+          break;
       }
       Put(k, room, offsetof(tf_kernel, device_type), device);
       tf_dtype dtype = kKnownDtypes[in.Pick(10)];
@@ -242,7 +312,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       host_minor);
 
   if (!r.ok) {
-    if (r.error.rfind("fuzz.so: ", 0) != 0) Broken("refused without naming the file");
+    if (r.error.rfind("fuzz.so: ", 0) != 0)
+      Broken("refused without naming the file");
     if (!r.kernels.empty()) Broken("refused but returned kernels");
     return 0;
   }
