@@ -17,7 +17,7 @@
 # sanitizer report), summary.txt (the lines ./dev test prints at its end).
 #
 # Knobs: TF_HARDENING_FUZZ_SECONDS (60 per target, the three run in
-# parallel), TF_HARDENING_LEAK_ITERATIONS (1000000), TF_HARDENING_ROUNDS
+# parallel), TF_HARDENING_FUZZ_SEED (1), TF_HARDENING_LEAK_ITERATIONS (1000000), TF_HARDENING_ROUNDS
 # (thread rounds, 200), TF_HARDENING_ASAN_PYTEST (the test files of the ASan
 # run; default tests/python/test_*.py, one process each).
 #
@@ -45,6 +45,9 @@ REPORTS="$OUT/reports"
 rm -rf "$LOGS" "$REPORTS" "$OUT/summary.txt" "$OUT"/hostile-*.txt
 mkdir -p "$LOGS" "$REPORTS"
 FUZZ_SECONDS="${TF_HARDENING_FUZZ_SECONDS:-60}"
+# A fixed seed makes a run repeat what the last one explored from the same
+# corpus, so a crash shows up the same way twice; set another to explore.
+FUZZ_SEED="${TF_HARDENING_FUZZ_SEED:-1}"
 LEAK_ITERATIONS="${TF_HARDENING_LEAK_ITERATIONS:-1000000}"
 ROUNDS="${TF_HARDENING_ROUNDS:-200}"
 PY="$BUILD_VENV/bin/python"
@@ -271,7 +274,7 @@ if [ $FUZZ_BUILD_OK = 1 ]; then
     env TF_TEST_CPU_PLUGIN="$ROOT/build/fuzz/plugins/cpu/torchferry_cpu.so" \
       TF_TEST_EXAMPLE_C_PLUGIN="$ROOT/build/fuzz/plugins/example_c/torchferry_example_c.so" \
       ASAN_OPTIONS="detect_leaks=$leaks:halt_on_error=1" UBSAN_OPTIONS="$UBSAN_ENV:halt_on_error=1" \
-      "build/fuzz/tests/hardening/fuzz_$target" -max_total_time="$FUZZ_SECONDS" -timeout=20 \
+      "build/fuzz/tests/hardening/fuzz_$target" -max_total_time="$FUZZ_SECONDS" -seed="$FUZZ_SEED" -timeout=20 \
       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="build/fuzz/artifacts/$target-" \
       "build/fuzz/corpus/$target" "$HERE/corpus/$target" >"$LOGS/fuzz-$target.log" 2>&1 &
   done
