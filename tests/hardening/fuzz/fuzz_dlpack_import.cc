@@ -224,8 +224,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         strides[d] = running;
         break;
     }
-    running =
-        shape[d] > 0 && shape[d] < (1 << 20) ? running * shape[d] : running;
+    // The compact stride of the next dim; it stops growing rather than
+    // overflow (the harness must not be the one with undefined behaviour).
+    int64_t next;
+    if (shape[d] > 0 && shape[d] < (1 << 20) &&
+        !__builtin_mul_overflow(running, shape[d], &next)) {
+      running = next;
+    }
   }
   const bool null_strides = in.Pick(6) == 0;
   // The arrays live in blocks of exactly their size (never NULL, even empty).
