@@ -10,7 +10,7 @@ def build_parser():
         "plugins. Environment: TORCHFERRY_PLUGIN_PATH (extra plugin folders or files, "
         "searched first), TORCHFERRY_PLUGINS (name globs; -glob excludes), "
         "TORCHFERRY_BRIDGE (auto|shim|offset), TORCHFERRY_LOG (debug|info|warn|error|off), "
-        "TORCHFERRY_ATEN_STRATEGY (from_blob|source|pool).",
+        "TORCHFERRY_ATEN_STRATEGY (from_blob|source|pool), TORCHFERRY_CPU_ISA (baseline).",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser(
