@@ -34,7 +34,9 @@ uint32_t ContiguityFlag(int64_t ndim, const int64_t* shape,
     if (shape[d] == 1) continue;  // any stride is fine on a size-1 dim
     if (shape[d] == 0) return TF_TENSOR_CONTIGUOUS;
     if (strides[d] != expected) return 0;
-    expected *= shape[d];
+    // Only a foreign (DLPack) tensor can get here with sizes whose product
+    // overflows; such a tensor is refused later, and is not compact.
+    if (__builtin_mul_overflow(expected, shape[d], &expected)) return 0;
   }
   return TF_TENSOR_CONTIGUOUS;
 }
@@ -90,14 +92,16 @@ std::string CheckDlpackTensor(const dlpack::Tensor& dl, DtypeIndex* dtype,
     if (__builtin_mul_overflow(count, size, &count) ||
         (size > 0 &&
          (__builtin_mul_overflow(size - 1, stride, &step) ||
+          step == INT64_MIN ||  // has no positive counterpart
           __builtin_add_overflow(reach, step < 0 ? -step : step, &reach)))) {
       return "the DLPack tensor describes more elements or bytes than fit in "
              "int64";
     }
   }
   const int64_t itemsize = Dtype(*dtype).itemsize;
-  int64_t bytes;
-  if (__builtin_mul_overflow(reach + 1, itemsize, &bytes) ||
+  int64_t span, bytes;
+  if (__builtin_add_overflow(reach, 1, &span) ||
+      __builtin_mul_overflow(span, itemsize, &bytes) ||
       dl.byte_offset > static_cast<uint64_t>(INT64_MAX - bytes)) {
     return "the DLPack tensor describes more bytes than fit in int64";
   }
