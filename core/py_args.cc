@@ -77,13 +77,13 @@ bool ParseArgs(const Signature& sig, PyObject* const* args, Py_ssize_t nargs,
       return RaiseError(PyExc_TypeError,
                         std::string(sig.name) +
                             "() got an unexpected keyword argument '" +
-                            PyUnicode_AsUTF8(key) + "'");
+                            Utf8Text(key) + "'");
     }
     if (*slot != nullptr) {
       return RaiseError(PyExc_TypeError,
                         std::string(sig.name) +
                             "() got multiple values for argument '" +
-                            PyUnicode_AsUTF8(key) + "'");
+                            Utf8Text(key) + "'");
     }
     *slot = value;
   }

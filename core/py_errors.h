@@ -8,10 +8,35 @@
 
 namespace torchferry {
 
+// Text from C that is not known to be UTF-8 (a plugin's message, a file
+// name, an environment variable) as a Python str: invalid bytes come out as
+// backslash escapes ("caf\xe9") rather than as a UnicodeDecodeError, so that
+// nothing a plugin or the file system says can fail the call that reports it.
+inline PyObject* NewText(const char* text, size_t size) {
+  return PyUnicode_DecodeUTF8(text, static_cast<Py_ssize_t>(size),
+                              "backslashreplace");
+}
+inline PyObject* NewText(const std::string& text) {
+  return NewText(text.data(), text.size());
+}
+
+// A Python str as UTF-8 for a message, with lone surrogates (a keyword
+// argument named "\ud800") escaped instead of failing.
+inline std::string Utf8Text(PyObject* str) {
+  PyObject* bytes = PyUnicode_AsEncodedString(str, "utf-8", "backslashreplace");
+  std::string text = bytes ? PyBytes_AS_STRING(bytes) : "<unprintable>";
+  Py_XDECREF(bytes);
+  if (bytes == nullptr) PyErr_Clear();
+  return text;
+}
+
 // Sets `type` with `message`; returns false so callers can
 // `return RaiseError(...)`.
 inline bool RaiseError(PyObject* type, const std::string& message) {
-  PyErr_SetString(type, message.c_str());
+  PyObject* text = NewText(message);
+  if (text == nullptr) return false;  // MemoryError is set
+  PyErr_SetObject(type, text);
+  Py_DECREF(text);
   return false;
 }
 
@@ -20,8 +45,7 @@ inline std::string PyAttrText(PyObject* obj, const char* attr) {
   std::string text = "<unknown>";
   PyObject* value = PyObject_GetAttrString(obj, attr);
   PyObject* str = value ? PyObject_Str(value) : nullptr;
-  const char* utf8 = str ? PyUnicode_AsUTF8(str) : nullptr;
-  if (utf8 != nullptr) text = utf8;
+  if (str != nullptr) text = Utf8Text(str);
   Py_XDECREF(str);
   Py_XDECREF(value);
   PyErr_Clear();
@@ -35,9 +59,9 @@ inline std::string FetchErrorText() {
   std::string text = "unknown error";
   if (type != nullptr) {
     PyObject* str = value ? PyObject_Str(value) : nullptr;
-    const char* utf8 = str ? PyUnicode_AsUTF8(str) : nullptr;
+    std::string message = str ? Utf8Text(str) : "";
     text = std::string(reinterpret_cast<PyTypeObject*>(type)->tp_name) +
-           (utf8 && utf8[0] ? std::string(": ") + utf8 : std::string());
+           (message.empty() ? message : ": " + message);
     Py_XDECREF(str);
   }
   Py_XDECREF(type);
@@ -47,18 +71,27 @@ inline std::string FetchErrorText() {
   return text;
 }
 
-// Re-raises the pending exception as the same type with "op(): " in front.
+// True when the pending exception is about the process, not about an
+// argument (KeyboardInterrupt, SystemExit, MemoryError): such an exception
+// must reach the caller unchanged, never be reworded into a TypeError.
+inline bool PendingErrorIsFatal() {
+  return PyErr_Occurred() && (!PyErr_ExceptionMatches(PyExc_Exception) ||
+                              PyErr_ExceptionMatches(PyExc_MemoryError));
+}
+
+// Re-raises the pending exception as the same type with "op(): " in front;
+// leaves the fatal ones untouched.
 inline void PrefixPendingError(const char* op) {
-  if (op == nullptr || !PyErr_Occurred()) return;
+  if (op == nullptr || !PyErr_Occurred() || PendingErrorIsFatal()) return;
   PyObject *type, *value, *trace;
   PyErr_Fetch(&type, &value, &trace);
   PyErr_NormalizeException(&type, &value, &trace);
   PyObject* str = value ? PyObject_Str(value) : nullptr;
-  const char* utf8 = str ? PyUnicode_AsUTF8(str) : nullptr;
-  if (utf8 != nullptr) {
-    PyErr_Format(type, "%s(): %s", op, utf8);
+  if (str != nullptr) {
+    PyErr_Format(type, "%s(): %s", op, Utf8Text(str).c_str());
     Py_XDECREF(type);
   } else {
+    PyErr_Clear();
     PyErr_Restore(type, value, trace);
     value = trace = nullptr;
   }
