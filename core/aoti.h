@@ -24,6 +24,9 @@ struct AotiApi {
   AOTITorchError (*get_device_type)(AtenTensorHandle, int32_t*);
   AOTITorchError (*get_device_index)(AtenTensorHandle, int32_t*);
   AOTITorchError (*get_layout)(AtenTensorHandle, int32_t*);
+  AOTITorchError (*get_storage_offset)(AtenTensorHandle, int64_t*);
+  // Bytes in the tensor's storage (its nbytes), not elements.
+  AOTITorchError (*get_storage_size)(AtenTensorHandle, int64_t*);
   AOTITorchError (*delete_tensor_object)(AtenTensorHandle);
   bool (*grad_mode_is_enabled)();
   // Constants are functions in the shim; read once at start-up.

@@ -13,6 +13,7 @@ namespace {
 
 constexpr const char* kPathNames[kNumBridgePaths] = {"shim", "offset",
                                                      "dlpack"};
+constexpr uint32_t kDlpackMajor = 1;  // the DLPack major this host reads
 
 // Every Read and Release runs with the GIL held, which already serialises
 // them: a relaxed load and store (no locked instruction) keeps the counts
@@ -175,8 +176,28 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
   }
   tensor_type_ = reinterpret_cast<PyTypeObject*>(tensor);  // kept for life
   parameter_type_ = reinterpret_cast<PyTypeObject*>(parameter);
-  plain_torch_dispatch_ = PyObject_GetAttrString(tensor, "__torch_dispatch__");
-  if (plain_torch_dispatch_ == nullptr) return false;
+  plain_torch_dispatch_ = _PyType_Lookup(
+      tensor_type_, PyUnicode_InternFromString("__torch_dispatch__"));
+  if (plain_torch_dispatch_ == nullptr) {
+    return RaiseError(PyExc_ImportError,
+                      "torch.Tensor has no __torch_dispatch__; is this a "
+                      "real torch?");
+  }
+  Py_INCREF(plain_torch_dispatch_);  // kept for life
+  {
+    PyObject* nn_parameter = PyImport_ImportModule("torch.nn.parameter");
+    PyObject* mixin =
+        nn_parameter
+            ? PyObject_GetAttrString(nn_parameter, "UninitializedTensorMixin")
+            : nullptr;
+    Py_XDECREF(nn_parameter);
+    if (mixin != nullptr && PyType_Check(mixin)) {
+      uninitialized_type_ = reinterpret_cast<PyTypeObject*>(mixin);
+    } else {
+      Py_XDECREF(mixin);
+    }
+    PyErr_Clear();  // older torches without lazy modules: nothing to refuse
+  }
   // Tensor.is_neg is a METH_NOARGS C function; calling its pointer directly
   // costs a few ns where an attribute lookup and call would cost a hundred.
   PyObject* is_neg =
@@ -192,6 +213,7 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
 
   Calibrate(torch_module, major, minor);
   ProbeNegBit(torch_module);
+  versions_.Calibrate(torch_module);
 
   const char* forced = std::getenv("TORCHFERRY_BRIDGE");
   if (forced != nullptr && forced[0] != '\0' &&
@@ -369,12 +391,19 @@ bool Bridge::Read(PyObject* obj, const char* what, bool writable,
 // __torch_dispatch__ and may have no storage: reading their data pointer would
 // fail inside torch or, worse, hand out an unrelated buffer.
 bool Bridge::CheckSubclass(PyTypeObject* type, const char* what) {
-  PyObject* dispatch = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type),
-                                              "__torch_dispatch__");
-  bool plain = dispatch == plain_torch_dispatch_;
-  Py_XDECREF(dispatch);
-  PyErr_Clear();
-  if (plain) return true;
+  if (uninitialized_type_ != nullptr &&
+      PyType_IsSubtype(type, uninitialized_type_)) {
+    return RaiseError(
+        PyExc_ValueError,
+        fmt::format("{}: this {} is an uninitialized parameter or buffer of a "
+                    "lazy module and holds no data yet; run the module's "
+                    "forward once (or initialize it) before passing it",
+                    what, type->tp_name));
+  }
+  // Looked up on the type without running Python (a metaclass's
+  // __getattr__ could), so that reading a tensor never runs Python code.
+  static PyObject* name = PyUnicode_InternFromString("__torch_dispatch__");
+  if (_PyType_Lookup(type, name) == plain_torch_dispatch_) return true;
   return RaiseError(
       PyExc_TypeError,
       fmt::format("{}: {} overrides __torch_dispatch__ (a wrapper subclass "
@@ -473,7 +502,8 @@ bool Bridge::FillFromHandle(AtenTensorHandle h, PyObject* obj, const char* what,
   v.byte_offset = 0;
   v.flags = ContiguityFlag(ndim, v.shape, v.strides);
   ref->numel = Numel(ndim, v.shape);
-  if (data == nullptr && ref->numel > 0) {
+  if (ref->numel == 0) return true;
+  if (data == nullptr) {
     // Functional wrappers and ZeroTensors report elements but own no memory.
     return RaiseError(PyExc_TypeError,
                       fmt::format("{}: this {} has {} elements but no memory "
@@ -481,7 +511,55 @@ bool Bridge::FillFromHandle(AtenTensorHandle h, PyObject* obj, const char* what,
                                   "tensor); pass a materialized tensor",
                                   what, Py_TYPE(obj)->tp_name, ref->numel));
   }
-  return true;
+  return CheckFitsStorage(h, obj, what, *ref);
+}
+
+TensorState Bridge::StateOf(const TensorRef& ref) const {
+  const AotiApi& a = lib_.api;
+  AtenTensorHandle h = ref.handle();
+  TensorState s;
+  int64_t *sizes, *strides;
+  if (a.get_data_ptr(h, &s.data) != 0 || a.get_dim(h, &s.ndim) != 0 ||
+      a.get_sizes(h, &sizes) != 0 || a.get_strides(h, &strides) != 0 ||
+      a.get_storage_size(h, &s.nbytes) != 0 || s.ndim > TensorState::kMaxDims) {
+    s.ndim = -1;  // never equal
+    return s;
+  }
+  std::memcpy(s.dims, sizes, s.ndim * sizeof(int64_t));
+  std::memcpy(s.dims + s.ndim, strides, s.ndim * sizeof(int64_t));
+  return s;
+}
+
+// A view whose storage was shrunk or freed under it
+// (t.untyped_storage().resize_(0)) still reports a data pointer: the
+// storage's base, NULL, plus its offset. Only the storage's size tells, and
+// every element the view reaches must lie inside it.
+bool Bridge::CheckFitsStorage(AtenTensorHandle h, PyObject* obj,
+                              const char* what, const TensorRef& ref) {
+  const AotiApi& a = lib_.api;
+  int64_t offset, nbytes;
+  if (a.get_storage_offset(h, &offset) != 0 ||
+      a.get_storage_size(h, &nbytes) != 0) {
+    return RaiseTorchFailure("storage", obj, what);
+  }
+  const tf_tensor& v = ref.view;
+  int64_t last = offset, needed = 0;  // in elements, then bytes
+  bool overflow = false;
+  for (int32_t d = 0; d < v.ndim; ++d) {
+    int64_t reach;  // torch has no negative strides
+    overflow |= __builtin_mul_overflow(v.shape[d] - 1, v.strides[d], &reach) ||
+                __builtin_add_overflow(last, reach, &last);
+  }
+  overflow |=
+      __builtin_mul_overflow(last + 1, Dtype(ref.dtype).itemsize, &needed);
+  if (!overflow && needed <= nbytes) return true;
+  return RaiseError(
+      PyExc_ValueError,
+      fmt::format("{}: this tensor's view (shape [{}], storage offset {}) "
+                  "reaches byte {} of its storage, which holds {} bytes; was "
+                  "its storage resized or freed (untyped_storage().resize_)?",
+                  what, fmt::join(v.shape, v.shape + v.ndim, ", "), offset,
+                  needed, nbytes));
 }
 
 // torch can negate a tensor lazily (x.conj().imag): the memory then holds
@@ -605,27 +683,52 @@ void Bridge::ReleaseShimHandle(TensorRef* ref) {
   Bump(shim_deleted_);
 }
 
+namespace {
+
+// Calls obj.__dlpack__ once, asking for a versioned capsule (only DLPack
+// >= 1.0 can say "read-only", which an output must not be). A producer from
+// before DLPack 1.0 refuses the keyword with a TypeError that names it; only
+// then is it asked again without. Any other error is the producer's own and
+// is not retried: nested producers would otherwise call each other
+// exponentially often.
+PyObject* CallDlpack(PyObject* obj) {
+  PyObject* method = PyObject_GetAttrString(obj, "__dlpack__");
+  if (method == nullptr) return nullptr;
+  PyObject* kwargs = Py_BuildValue("{s:(ii)}", "max_version", 1, 0);
+  PyObject* empty = kwargs ? PyTuple_New(0) : nullptr;
+  PyObject* capsule = empty ? PyObject_Call(method, empty, kwargs) : nullptr;
+  Py_XDECREF(empty);
+  Py_XDECREF(kwargs);
+  if (capsule == nullptr && PyErr_ExceptionMatches(PyExc_TypeError)) {
+    PyObject *type, *value, *trace;
+    PyErr_Fetch(&type, &value, &trace);
+    PyObject* text = value ? PyObject_Str(value) : nullptr;
+    const bool about_keyword =
+        text != nullptr &&
+        Utf8Text(text).find("max_version") != std::string::npos;
+    Py_XDECREF(text);
+    if (about_keyword) {
+      Py_XDECREF(type);
+      Py_XDECREF(value);
+      Py_XDECREF(trace);
+      PyErr_Clear();
+      capsule = PyObject_CallNoArgs(method);
+    } else {
+      PyErr_Restore(type, value, trace);
+    }
+  }
+  Py_DECREF(method);
+  return capsule;
+}
+
+}  // namespace
+
 bool Bridge::ReadDlpack(PyObject* obj, const char* what, bool writable,
                         TensorRef* ref) {
-  // Ask for a versioned capsule first: only DLPack >= 1.0 can say
-  // "read-only", which an output must not be.
-  PyObject* capsule = nullptr;
-  {
-    PyObject* method = PyObject_GetAttrString(obj, "__dlpack__");
-    PyObject* kwargs =
-        method ? Py_BuildValue("{s:(ii)}", "max_version", 1, 0) : nullptr;
-    PyObject* empty = kwargs ? PyTuple_New(0) : nullptr;
-    capsule = empty ? PyObject_Call(method, empty, kwargs) : nullptr;
-    if (capsule == nullptr && method != nullptr &&
-        PyErr_ExceptionMatches(PyExc_TypeError)) {
-      PyErr_Clear();  // a producer from before DLPack 1.0
-      capsule = PyObject_CallNoArgs(method);
-    }
-    Py_XDECREF(empty);
-    Py_XDECREF(kwargs);
-    Py_XDECREF(method);
-  }
+  PyObject* capsule = CallDlpack(obj);
   if (capsule == nullptr) {
+    // An interrupt or an exhausted process is not about the argument.
+    if (PendingErrorIsFatal()) return false;
     std::string why = FetchErrorText();
     return RaiseError(PyExc_TypeError,
                       fmt::format("{}: this {} could not be exported through "
@@ -633,11 +736,25 @@ bool Bridge::ReadDlpack(PyObject* obj, const char* what, bool writable,
                                   what, Py_TYPE(obj)->tp_name, why));
   }
   const dlpack::Tensor* dl = nullptr;
+  ref->read_only = false;
   if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
     auto* managed = static_cast<dlpack::ManagedTensorVersioned*>(
         PyCapsule_GetPointer(capsule, "dltensor_versioned"));
-    if (writable && (managed->flags & dlpack::kFlagReadOnly)) {
-      Py_DECREF(capsule);  // still unclaimed: the capsule frees it
+    // Still unclaimed on every refusal here: the capsule frees it.
+    if (managed->version.major != kDlpackMajor) {
+      const uint32_t major = managed->version.major;
+      const uint32_t minor = managed->version.minor;
+      Py_DECREF(capsule);
+      return RaiseError(
+          PyExc_BufferError,
+          fmt::format("{}: this {} exported a DLPack {}.{} tensor; "
+                      "torchferry reads DLPack {}.x (the major versions must "
+                      "match)",
+                      what, Py_TYPE(obj)->tp_name, major, minor, kDlpackMajor));
+    }
+    ref->read_only = (managed->flags & dlpack::kFlagReadOnly) != 0;
+    if (writable && ref->read_only) {
+      Py_DECREF(capsule);
       return RaiseError(PyExc_ValueError,
                         fmt::format("{}: this {} is read-only; expected a "
                                     "writable array",

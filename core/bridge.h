@@ -23,6 +23,7 @@
 #include "core/aoti.h"
 #include "core/dtypes.h"
 #include "core/torch_library.h"
+#include "core/version_counter.h"
 
 namespace torchferry {
 
@@ -40,6 +41,34 @@ struct TensorRef {
   AtenTensorHandle owned_handle = nullptr;  // shim path
   void* dlpack_managed = nullptr;           // dlpack path
   bool dlpack_versioned = false;
+  bool read_only = false;  // a DLPack export flagged read-only
+
+  // The at::Tensor* behind a torch tensor (view.source_kind TF_SOURCE_ATEN).
+  AtenTensorHandle handle() const {
+    return static_cast<AtenTensorHandle>(const_cast<void*>(view.source));
+  }
+};
+
+// What a torch tensor's handle says about its memory, taken before Python
+// code runs in the middle of a call and compared after it: equal means the
+// Python left the tensor as it was read.
+struct TensorState {
+  static constexpr int kMaxDims = 16;  // more: never equal, read again
+  void* data = nullptr;
+  int64_t ndim = -1;
+  int64_t nbytes = -1;         // of the storage
+  int64_t dims[2 * kMaxDims];  // sizes, then strides
+
+  bool operator==(const TensorState& o) const {
+    if (data != o.data || ndim != o.ndim || nbytes != o.nbytes ||
+        ndim > kMaxDims || ndim < 0) {
+      return false;
+    }
+    for (int64_t d = 0; d < 2 * ndim; ++d) {
+      if (dims[d] != o.dims[d]) return false;
+    }
+    return true;
+  }
 };
 
 struct OffsetCalibration {
@@ -76,6 +105,17 @@ class Bridge {
   // "out", ...); `writable` refuses read-only DLPack exports. Returns false
   // with a Python exception set; `ref` then holds nothing to release.
   bool Read(PyObject* obj, const char* what, bool writable, TensorRef* ref);
+  // True for torch.Tensor and its subclasses: what Read takes without
+  // running any Python code. Anything else goes through __dlpack__.
+  bool IsTorchTensor(PyObject* obj) const {
+    PyTypeObject* type = Py_TYPE(obj);
+    return type == tensor_type_ || type == parameter_type_ ||
+           PyType_IsSubtype(type, tensor_type_);
+  }
+  // The state of a torch tensor already read (ref.view.source_kind ATEN).
+  // Reads its handle again; converts nothing, counts nothing.
+  TensorState StateOf(const TensorRef& ref) const;
+
   void Release(TensorRef* ref) {
     if (ref->owned_handle != nullptr) ReleaseShimHandle(ref);
     if (ref->dlpack_managed != nullptr) ReleaseDlpack(ref);
@@ -87,6 +127,7 @@ class Bridge {
   }
   const OffsetCalibration& offset_calibration() const { return calibration_; }
   const NegBitProbe& neg_bit_probe() const { return neg_probe_; }
+  const VersionCounter& versions() const { return versions_; }
   const std::string& path_reason() const { return path_reason_; }
   const TorchLibrary& library() const { return lib_; }
   const std::string& torch_version() const { return torch_version_; }
@@ -110,6 +151,8 @@ class Bridge {
   bool FillFromHandle(AtenTensorHandle handle, PyObject* obj, const char* what,
                       TensorRef* ref);
   bool CheckSubclass(PyTypeObject* type, const char* what);
+  bool CheckFitsStorage(AtenTensorHandle handle, PyObject* obj,
+                        const char* what, const TensorRef& ref);
   bool CheckNotNegated(AtenTensorHandle handle, PyObject* obj,
                        const char* what);
   void ProbeNegBit(PyObject* torch_module);
@@ -125,9 +168,13 @@ class Bridge {
   std::string torch_version_;
   OffsetCalibration calibration_;
   NegBitProbe neg_probe_;
+  VersionCounter versions_;
   PyTypeObject* tensor_type_ = nullptr;     // torch.Tensor
   PyTypeObject* parameter_type_ = nullptr;  // torch.nn.Parameter
   PyObject* plain_torch_dispatch_ = nullptr;
+  // torch.nn.parameter.UninitializedTensorMixin: lazy modules' parameters
+  // and buffers before their first forward, which hold no data yet.
+  PyTypeObject* uninitialized_type_ = nullptr;
   PyCFunction is_neg_ = nullptr;  // TensorBase.is_neg, called directly
   int32_t torch_cpu_ = 0, torch_cuda_ = 1, torch_meta_ = 9, strided_ = 0;
   std::atomic<uint64_t> counts_[kNumBridgePaths] = {};

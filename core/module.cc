@@ -29,27 +29,42 @@ bool EnsureInitialized() {
                     "(not torchferry._C) so that torch is found first");
 }
 
+// Ops need the registry complete: a call from inside a plugin's init (which
+// runs while plugins load) would see only part of it.
+bool EnsureReady(const char* op) {
+  if (!EnsureInitialized()) return false;
+  if (Dispatcher::Get().attached()) return true;
+  return RaiseError(PyExc_RuntimeError,
+                    fmt::format("{}(): torchferry is still loading its "
+                                "plugins; ops cannot be called until import "
+                                "torchferry has finished (e.g. from a "
+                                "plugin's init)",
+                                op));
+}
+
 // --- ops ---------------------------------------------------------------------
 
 template <OpId kOp>
 PyObject* OpEntry(PyObject*, PyObject* const* args, Py_ssize_t nargs,
                   PyObject* kwnames) {
-  if (!EnsureInitialized()) return nullptr;
   const OpSpec& spec = Op(kOp);
+  if (!EnsureReady(spec.name)) return nullptr;
   ParsedArgs parsed;
   if (!ParseArgs(spec.signature, args, nargs, kwnames, &parsed)) {
     return nullptr;
   }
+  StreamArg stream;
+  if (!ParseStream(parsed.stream, &stream)) return nullptr;
   CallFrame frame(Bridge::Get(), spec.name);
-  if (!spec.prepare(parsed, frame)) return nullptr;
-  return Dispatcher::Get().Run(kOp, frame, parsed.stream);
+  if (!PrepareCall(spec, parsed, frame)) return nullptr;
+  return Dispatcher::Get().Run(kOp, frame, stream);
 }
 
 PyObject* NoopEntry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (!EnsureInitialized()) return nullptr;
+  if (!EnsureReady("noop")) return nullptr;
   CallFrame frame(Bridge::Get(), "noop");
   if (!PrepareNoop(args, nargs, frame)) return nullptr;
-  return Dispatcher::Get().Run(OpId::kNoop, frame, nullptr);
+  return Dispatcher::Get().Run(OpId::kNoop, frame, StreamArg{});
 }
 
 // --- start-up ----------------------------------------------------------------
@@ -124,13 +139,14 @@ PyObject* BridgeInfo(PyObject*, PyObject*) {
   Bridge& b = Bridge::Get();
   const OffsetCalibration& c = b.offset_calibration();
   return Py_BuildValue(
-      "{s:s,s:s,s:O,s:{s:O,s:n,s:n,s:s},s:s,s:s,s:s}", "path",
+      "{s:s,s:s,s:O,s:{s:O,s:n,s:n,s:s},s:s,s:s,s:s,s:s}", "path",
       BridgePathName(b.path()), "reason", b.path_reason().c_str(),
       "shim_available", b.shim_available() ? Py_True : Py_False,
       "offset_calibration", "ok", c.ok ? Py_True : Py_False, "tensor_offset",
       c.tensor_offset, "maybe_owned_flag_offset", c.borrowed_flag_offset,
       "detail", c.detail.c_str(), "neg_bit_check",
-      b.neg_bit_probe().detail.c_str(), "libtorch",
+      b.neg_bit_probe().detail.c_str(), "version_counter",
+      b.versions().detail().c_str(), "libtorch",
       b.library().cpu_library_path.c_str(), "libtorch_cuda",
       b.library().cuda_library_path.c_str());
 }

@@ -62,6 +62,8 @@ bool ResolveTorchLibrary(TorchLibrary* lib, std::string* error) {
   Resolve(cpu, "aoti_torch_get_device_type", &a.get_device_type);
   Resolve(cpu, "aoti_torch_get_device_index", &a.get_device_index);
   Resolve(cpu, "aoti_torch_get_layout", &a.get_layout);
+  Resolve(cpu, "aoti_torch_get_storage_offset", &a.get_storage_offset);
+  Resolve(cpu, "aoti_torch_get_storage_size", &a.get_storage_size);
   Resolve(cpu, "aoti_torch_delete_tensor_object", &a.delete_tensor_object);
   Resolve(cpu, "aoti_torch_grad_mode_is_enabled", &a.grad_mode_is_enabled);
   Resolve(cpu, "aoti_torch_device_type_cpu", &a.device_type_cpu);
@@ -84,6 +86,10 @@ bool ResolveTorchLibrary(TorchLibrary* lib, std::string* error) {
       {"aoti_torch_get_device_index",
        reinterpret_cast<const void*>(a.get_device_index)},
       {"aoti_torch_get_layout", reinterpret_cast<const void*>(a.get_layout)},
+      {"aoti_torch_get_storage_offset",
+       reinterpret_cast<const void*>(a.get_storage_offset)},
+      {"aoti_torch_get_storage_size",
+       reinterpret_cast<const void*>(a.get_storage_size)},
       {"aoti_torch_delete_tensor_object",
        reinterpret_cast<const void*>(a.delete_tensor_object)},
       {"aoti_torch_grad_mode_is_enabled",

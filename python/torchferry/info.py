@@ -55,6 +55,7 @@ def render(data):
         f"  shim (torch_tensor_from_pyobject): {'available' if b['shim_available'] else 'absent'}",
         f"  offset calibration: {'ok' if cal['ok'] else 'FAILED'}: {cal['detail']}",
         f"  negative-bit check: {b['neg_bit_check']}",
+        f"  version counter: {b['version_counter']}",
         "  conversions: " + ", ".join(f"{k}={v}" for k, v in data["path_counts"].items()),
         "",
         f"plugins (loaded in {data['load_seconds'] * 1e3:.2f} ms; search: "

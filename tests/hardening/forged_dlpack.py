@@ -69,11 +69,13 @@ class Forged:
     python_deleter: a deleter written in Python (counts its calls in
     .deleted), as any producer written in Python or Cython has in effect.
     capsule_name: the name to give the capsule, when not the standard one.
+    version: the (major, minor) a versioned capsule claims.
     """
 
     def __init__(self, shape=(4,), strides="compact", ndim=None, elements=16, code=2, bits=32,
                  lanes=1, device=1, versioned=False, read_only=False, null_data=False,
-                 python_deleter=False, capsule_name=None, byte_offset=0):
+                 python_deleter=False, capsule_name=None, byte_offset=0,
+                 version=(1, 0)):
         shape = list(shape)
         if strides == "compact":
             strides, step = [], 1
@@ -104,7 +106,7 @@ class Forged:
         else:
             self._deleter = DELETER()  # NULL: nothing to free
         self.legacy = DLManagedTensor(t, None, self._deleter)
-        self.modern = DLManagedTensorVersioned(DLPackVersion(1, 0), None, self._deleter,
+        self.modern = DLManagedTensorVersioned(DLPackVersion(*version), None, self._deleter,
                                                FLAG_READ_ONLY if read_only else 0, t)
 
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):

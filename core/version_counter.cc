@@ -1,0 +1,167 @@
+#include "core/version_counter.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "core/py_errors.h"
+
+namespace torchferry {
+namespace {
+
+// The TensorImpl fields scanned for the counter: it sits well inside the
+// object in every torch 2.x, and the scan reads no further than this.
+constexpr Py_ssize_t kMaxScan = 256;
+// A VersionCounter is an intrusive_ptr_target (vtable, reference counts)
+// followed by std::atomic<uint32_t> version_: 24 bytes, version_ at 16.
+// Candidates stay inside those 24 bytes.
+constexpr Py_ssize_t kValueCandidates[] = {16, 20, 8, 12};
+
+const char* ImplOf(PyObject* tensor) {
+  PyObject* cdata = PyObject_GetAttrString(tensor, "_cdata");
+  void* impl = cdata ? PyLong_AsVoidPtr(cdata) : nullptr;
+  Py_XDECREF(cdata);
+  return static_cast<const char*>(impl);
+}
+
+void* WordAt(const char* base, Py_ssize_t offset) {
+  void* word;
+  std::memcpy(&word, base + offset, sizeof(word));
+  return word;
+}
+
+long VersionOf(PyObject* tensor) {
+  PyObject* v = PyObject_GetAttrString(tensor, "_version");
+  long version = v ? PyLong_AsLong(v) : -1;
+  Py_XDECREF(v);
+  return version;
+}
+
+}  // namespace
+
+void VersionCounter::Calibrate(PyObject* torch_module) {
+  PyObject* graph = PyImport_ImportModule("torch.autograd.graph");
+  increment_version_ =
+      graph ? PyObject_GetAttrString(graph, "increment_version") : nullptr;
+  Py_XDECREF(graph);
+  inference_mode_enabled_ =
+      PyObject_GetAttrString(torch_module, "is_inference_mode_enabled");
+  PyObject* tensor_type = PyObject_GetAttrString(torch_module, "Tensor");
+  PyObject* is_inference =
+      tensor_type ? _PyType_Lookup(reinterpret_cast<PyTypeObject*>(tensor_type),
+                                   PyUnicode_InternFromString("is_inference"))
+                  : nullptr;
+  if (is_inference != nullptr &&
+      PyObject_TypeCheck(is_inference, &PyMethodDescr_Type) &&
+      reinterpret_cast<PyMethodDescrObject*>(is_inference)
+              ->d_method->ml_flags == METH_NOARGS) {
+    is_inference_ =
+        reinterpret_cast<PyMethodDescrObject*>(is_inference)->d_method->ml_meth;
+  }
+  Py_XDECREF(tensor_type);
+
+  // A base, a view of it (same counter) and base.data (a counter of its own).
+  PyObject* base = PyObject_CallMethod(torch_module, "empty", "(i)", 4);
+  PyObject* view = base ? PyObject_CallMethod(base, "view", "(i)", 4) : nullptr;
+  PyObject* data = view ? PyObject_GetAttrString(base, "data") : nullptr;
+  auto finish = [&](bool ok, std::string detail) {
+    ok_ = ok;
+    detail_ = std::move(detail);
+    if (!ok_)
+      detail_ += "; calling torch.autograd.graph.increment_version instead";
+    Py_XDECREF(base);
+    Py_XDECREF(view);
+    Py_XDECREF(data);
+    PyErr_Clear();
+  };
+  const char* impl_base = data ? ImplOf(base) : nullptr;
+  const char* impl_view = data ? ImplOf(view) : nullptr;
+  const char* impl_data = data ? ImplOf(data) : nullptr;
+  if (impl_base == nullptr || impl_view == nullptr || impl_data == nullptr ||
+      increment_version_ == nullptr || inference_mode_enabled_ == nullptr) {
+    return finish(false, "the calibration tensors could not be made");
+  }
+  int matches = 0;
+  for (Py_ssize_t off = sizeof(void*); off < kMaxScan; off += 8) {
+    void* w = WordAt(impl_base, off);
+    if (w != nullptr && w == WordAt(impl_view, off) &&
+        WordAt(impl_data, off) != nullptr && WordAt(impl_data, off) != w) {
+      counter_offset_ = off;
+      ++matches;
+    }
+  }
+  if (matches != 1) {
+    return finish(false, fmt::format("{} TensorImpl words look like the "
+                                     "version counter (expected 1)",
+                                     matches));
+  }
+  const char* counter =
+      static_cast<const char*>(WordAt(impl_base, counter_offset_));
+  for (Py_ssize_t value_offset : kValueCandidates) {
+    bool follows = true;
+    for (int step = 0; follows && step < 3; ++step) {
+      uint32_t value;
+      std::memcpy(&value, counter + value_offset, sizeof(value));
+      follows = static_cast<long>(value) == VersionOf(base) &&
+                VersionOf(view) == VersionOf(base);
+      PyObject* r = PyObject_CallOneArg(increment_version_, base);
+      follows = follows && r != nullptr;
+      Py_XDECREF(r);
+    }
+    if (follows) {
+      value_offset_ = value_offset;
+      return finish(true, fmt::format("version counter at byte {} of "
+                                      "TensorImpl, its value at byte {}",
+                                      counter_offset_, value_offset_));
+    }
+  }
+  finish(false, "no word of the counter follows tensor._version");
+}
+
+void* VersionCounter::CounterOf(AtenTensorHandle handle) const {
+  // An at::Tensor is one pointer: its TensorImpl*.
+  const char* impl = *reinterpret_cast<const char* const*>(handle);
+  return WordAt(impl, counter_offset_);
+}
+
+bool VersionCounter::Bump(PyObject* object, AtenTensorHandle handle) const {
+  if (ok_) {
+    char* counter = static_cast<char*>(CounterOf(handle));
+    if (counter != nullptr) {  // NULL: an inference tensor, which has none
+      __atomic_fetch_add(reinterpret_cast<uint32_t*>(counter + value_offset_),
+                         1u, __ATOMIC_RELAXED);
+    }
+    return true;
+  }
+  PyObject* r = PyObject_CallOneArg(increment_version_, object);
+  Py_XDECREF(r);
+  return r != nullptr;
+}
+
+bool VersionCounter::IsInference(PyObject* object,
+                                 AtenTensorHandle handle) const {
+  if (ok_) return CounterOf(handle) == nullptr;
+  if (is_inference_ == nullptr) return false;
+  PyObject* r = is_inference_(object, nullptr);
+  Py_XDECREF(r);
+  PyErr_Clear();
+  return r == Py_True;
+}
+
+bool VersionCounter::CheckWritable(const char* op, PyObject* object,
+                                   AtenTensorHandle handle) const {
+  if (!IsInference(object, handle)) return true;
+  // A C function returning a bool: no Python code runs here.
+  PyObject* enabled = PyObject_CallNoArgs(inference_mode_enabled_);
+  Py_XDECREF(enabled);
+  if (enabled == Py_True) return true;
+  PyErr_Clear();
+  return RaiseError(PyExc_RuntimeError,
+                    fmt::format("{}(): Inplace update to inference tensor "
+                                "outside InferenceMode is not allowed: out is "
+                                "an inference tensor; write it inside "
+                                "torch.inference_mode(), or pass a clone",
+                                op));
+}
+
+}  // namespace torchferry
