@@ -2,10 +2,23 @@
 // tf_call arguments that point at them, and a small arena for the shapes and
 // strides the host rewrites (broadcast, batch-prepended matmul operands).
 // Its destructor releases every bridged tensor, on every exit path.
+//
+// No Python code may run between reading a tensor and calling its kernel:
+// Python (an output's allocation, another argument's __dlpack__, a gc
+// callback either triggers) can resize or free what was read. Before such
+// Python runs, the frame notes the state of every torch tensor read so far;
+// after preparation, PrepareCall (core/ops.h) reads those states again, and
+// where one differs it prepares the call once more from the top, with the
+// outputs it allocated and the DLPack imports it made kept, so that the
+// second pass runs no Python at all.
 #pragma once
+
+#include <fmt/format.h>
 
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "abi/torchferry.h"
 #include "core/bridge.h"
@@ -23,6 +36,7 @@ class CallFrame {
   CallFrame(Bridge& bridge, const char* op) : bridge_(bridge), op_(op) {}
   ~CallFrame() {
     for (int i = 0; i < num_refs_; ++i) bridge_.Release(&refs_[i]);
+    for (TensorRef& r : imported_) bridge_.Release(&r);
     Py_XDECREF(owned_result);
     Py_XDECREF(keep_alive);
   }
@@ -42,14 +56,57 @@ class CallFrame {
   }
 
   // Bridges `obj`; the frame releases it. nullptr with a Python exception.
+  // A non-torch object is imported through __dlpack__ once per call: the
+  // frame keeps the import, and a second Take of it (or the second pass)
+  // reuses it without running Python.
   TensorRef* Take(PyObject* obj, const char* what, bool writable) {
     TensorRef* ref = &refs_[num_refs_];
-    if (!bridge_.Read(obj, what, writable, ref)) {
-      PrefixPendingError(op_);
+    if (bridge_.IsTorchTensor(obj)) {
+      if (!bridge_.Read(obj, what, writable, ref)) {
+        PrefixPendingError(op_);
+        return nullptr;
+      }
+    } else if (!TakeImported(obj, what, writable, ref)) {
       return nullptr;
     }
     ++num_refs_;
     return ref;
+  }
+
+  // Call before running Python code (or code that may run it) while
+  // preparing: it notes the state of every torch tensor read so far, which
+  // Unchanged() compares with their state once preparation is over.
+  void NotePython() {
+    for (; noted_ < num_refs_; ++noted_) {
+      if (refs_[noted_].view.source_kind != TF_SOURCE_ATEN) continue;
+      states_.push_back({noted_, bridge_.StateOf(refs_[noted_])});
+    }
+    python_ran_ = python_ran_ || !states_.empty();
+  }
+  // True when Python ran after a torch tensor was read.
+  bool python_ran() const { return python_ran_; }
+  // True when every tensor noted by NotePython is as it was read: then the
+  // Python changed nothing this call relies on.
+  bool Unchanged() const {
+    for (const auto& [index, state] : states_) {
+      if (!(bridge_.StateOf(refs_[index]) == state)) return false;
+    }
+    return true;
+  }
+
+  // Back to an empty frame for the second pass; keeps owned_result,
+  // keep_alive and the DLPack imports.
+  void Rewind() {
+    for (int i = 0; i < num_refs_; ++i) bridge_.Release(&refs_[i]);
+    num_refs_ = 0;
+    arena_used_ = 0;
+    num_inputs = num_attrs = num_outputs = 0;
+    dispatch_ref = out_ref = nullptr;
+    result = nullptr;
+    work = 0;
+    python_ran_ = false;
+    noted_ = 0;
+    states_.clear();
   }
 
   // Shape/stride storage for a rewritten view; lives as long as the frame.
@@ -78,6 +135,30 @@ class CallFrame {
   int64_t work = 0;                  // elements touched, to decide on the GIL
 
  private:
+  bool TakeImported(PyObject* obj, const char* what, bool writable,
+                    TensorRef* ref) {
+    for (const TensorRef& imported : imported_) {
+      if (imported.object != obj) continue;
+      if (writable && imported.read_only) {
+        return RaiseError(PyExc_ValueError,
+                          fmt::format("{}(): {}: this {} is read-only; "
+                                      "expected a writable array",
+                                      op_, what, Py_TYPE(obj)->tp_name));
+      }
+      *ref = imported;
+      ref->dlpack_managed = nullptr;  // the frame's copy owns it
+      return true;
+    }
+    NotePython();  // __dlpack__ is someone else's Python
+    if (!bridge_.Read(obj, what, writable, ref)) {
+      PrefixPendingError(op_);
+      return false;
+    }
+    imported_.push_back(*ref);
+    ref->dlpack_managed = nullptr;
+    return true;
+  }
+
   static constexpr int kArenaSize = 8 * kMaxRank;
   Bridge& bridge_;
   const char* op_;
@@ -92,6 +173,10 @@ class CallFrame {
   int num_refs_ = 0;
   int64_t arena_[kArenaSize];
   int arena_used_ = 0;
+  bool python_ran_ = false;
+  int noted_ = 0;  // refs whose state NotePython has taken
+  std::vector<std::pair<int, TensorState>> states_;
+  std::vector<TensorRef> imported_;  // DLPack imports, released last
 };
 
 }  // namespace torchferry

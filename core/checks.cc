@@ -48,6 +48,90 @@ bool SameLayout(const tf_tensor& a, const tf_tensor& b) {
   return true;
 }
 
+// Whether some element of `a` and some element of `b` share a byte, decided
+// exactly: is there an index i of a and j of b with
+//   a.data + sum(i_d * a.stride_d) - b.data - sum(j_d * b.stride_d)
+// (in bytes) inside (-itemsize(a), itemsize(b))? Each dim is a term d * step
+// with d in a range; terms of equal step merge (a's and b's columns of one
+// matrix give one term), and a depth-first search over the terms, largest
+// step first, prunes every choice that the remaining terms cannot bring into
+// the target. Strides of real tensors make that search a few steps; a
+// pathological pair runs out of budget and is reported as undecided.
+enum class Overlap { kNone, kSome, kUndecided };
+
+// Byte offsets of both views and their differences, without overflow.
+__extension__ typedef __int128 Wide;
+
+Overlap FindOverlap(const TensorRef& a, const TensorRef& b) {
+  struct Term {
+    Wide step;  // > 0
+    Wide lo, hi;
+  };
+  Term terms[2 * kMaxRank + 2];
+  int n = 0;
+  auto add = [&](int64_t stride, int64_t size, int64_t itemsize, bool neg) {
+    if (size <= 1 || stride == 0) return;
+    Wide step = static_cast<Wide>(stride) * itemsize;
+    Wide lo = 0, hi = size - 1;
+    if (neg) lo = -hi, hi = 0;  // b's terms count negatively
+    if (step < 0) step = -step, std::swap(lo, hi), lo = -lo, hi = -hi;
+    for (int t = 0; t < n; ++t) {
+      if (terms[t].step == step) {
+        terms[t].lo += lo;
+        terms[t].hi += hi;
+        return;
+      }
+    }
+    terms[n++] = {step, lo, hi};
+  };
+  const int64_t isa = Dtype(a.dtype).itemsize, isb = Dtype(b.dtype).itemsize;
+  if (a.view.ndim > kMaxRank || b.view.ndim > kMaxRank) {
+    return Overlap::kUndecided;
+  }
+  for (int d = 0; d < a.view.ndim; ++d) {
+    add(a.view.strides[d], a.view.shape[d], isa, false);
+  }
+  for (int d = 0; d < b.view.ndim; ++d) {
+    add(b.view.strides[d], b.view.shape[d], isb, true);
+  }
+  std::sort(terms, terms + n,
+            [](const Term& x, const Term& y) { return x.step > y.step; });
+  // The sums the terms from k on can still reach.
+  Wide reach_lo[2 * kMaxRank + 3], reach_hi[2 * kMaxRank + 3];
+  reach_lo[n] = reach_hi[n] = 0;
+  for (int k = n - 1; k >= 0; --k) {
+    reach_lo[k] = reach_lo[k + 1] + terms[k].lo * terms[k].step;
+    reach_hi[k] = reach_hi[k + 1] + terms[k].hi * terms[k].step;
+  }
+  const Wide gap = static_cast<Wide>(reinterpret_cast<intptr_t>(b.view.data)) -
+                   reinterpret_cast<intptr_t>(a.view.data);
+  const Wide target_lo = gap - (isa - 1), target_hi = gap + (isb - 1);
+  auto floor_div = [](Wide x, Wide y) {
+    return x >= 0 ? x / y : -((-x + y - 1) / y);
+  };
+  int budget = 4096;
+  // Is there a choice for terms k.. that lands the sum in the target?
+  auto search = [&](auto&& self, int k, Wide partial) -> Overlap {
+    if (k == n) {
+      return partial >= target_lo && partial <= target_hi ? Overlap::kSome
+                                                          : Overlap::kNone;
+    }
+    const Term& t = terms[k];
+    const Wide lo = std::max(
+        t.lo, -floor_div(-(target_lo - partial - reach_hi[k + 1]), t.step));
+    const Wide hi = std::min(
+        t.hi, floor_div(target_hi - partial - reach_lo[k + 1], t.step));
+    if (k == n - 1) return lo <= hi ? Overlap::kSome : Overlap::kNone;
+    for (Wide d = lo; d <= hi; ++d) {
+      if (--budget < 0) return Overlap::kUndecided;
+      const Overlap o = self(self, k + 1, partial + d * t.step);
+      if (o != Overlap::kNone) return o;
+    }
+    return Overlap::kNone;
+  };
+  return search(search, 0, 0);
+}
+
 PyObject* g_requires_grad_descr = nullptr;  // TensorBase.requires_grad
 getter g_requires_grad_get = nullptr;
 void* g_requires_grad_closure = nullptr;
@@ -130,9 +214,19 @@ bool CheckNoOverlap(const char* op, const char* what, const TensorRef& input,
   MemorySpan(out, &out_lo, &out_hi);
   if (in_lo == in_hi || out_lo == out_hi) return true;
   if (in_hi <= out_lo || out_hi <= in_lo) return true;
-  if (exact_alias_ok && input.dtype == out.dtype &&
-      SameLayout(input.view, out.view)) {
-    return true;
+  const bool same_view =
+      input.dtype == out.dtype && SameLayout(input.view, out.view);
+  if (exact_alias_ok && same_view) return true;
+  // The byte ranges meet; the elements may still not (m[:, 0] and m[:, 1]).
+  const Overlap overlap = same_view ? Overlap::kSome : FindOverlap(input, out);
+  if (overlap == Overlap::kNone) return true;
+  if (overlap == Overlap::kUndecided) {
+    return RaiseError(
+        PyExc_ValueError,
+        fmt::format("{}(): out and {} interleave in memory in a way too "
+                    "costly to check element by element, so they may share "
+                    "elements; pass a separate out tensor",
+                    op, what));
   }
   return RaiseError(
       PyExc_ValueError,
@@ -168,20 +262,21 @@ bool InitGradCheck(PyObject* torch_module) {
   return true;
 }
 
-bool CheckNoGrad(const char* op, const TensorRef& ref) {
+bool CheckNoGrad(const char* op, const TensorRef& ref, bool out_given) {
   if (ref.view.source_kind != TF_SOURCE_ATEN) return true;  // not torch's
   PyObject* value = g_requires_grad_get(ref.object, g_requires_grad_closure);
   if (value == nullptr) return false;
   bool requires = value == Py_True;
   Py_DECREF(value);
   if (!requires) return true;
-  return RaiseError(PyExc_RuntimeError,
-                    fmt::format("{}(): functions with out=... arguments don't "
-                                "support automatic differentiation, but one "
-                                "of the arguments requires grad; call it "
-                                "under torch.no_grad() or pass detached "
-                                "tensors",
-                                op));
+  return RaiseError(
+      PyExc_RuntimeError,
+      fmt::format("{}(): {} support automatic differentiation, but one of "
+                  "the arguments requires grad; call it under "
+                  "torch.no_grad() or pass detached tensors",
+                  op,
+                  out_given ? "functions with out=... arguments don't"
+                            : "torchferry ops don't"));
 }
 
 bool BroadcastShapes(const char* op, const TensorRef& x, const TensorRef& y,

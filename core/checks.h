@@ -27,7 +27,7 @@ bool CheckNoOverlap(const char* op, const char* what, const TensorRef& input,
                     const TensorRef& out, bool exact_alias_ok);
 // torch's out= functions refuse inputs that require grad while grad mode is
 // on; so do we, rather than silently detaching.
-bool CheckNoGrad(const char* op, const TensorRef& ref);
+bool CheckNoGrad(const char* op, const TensorRef& ref, bool out_given);
 bool InitGradCheck(PyObject* torch_module);
 
 // torch's broadcasting: the shape of x op y, or false with a ValueError.

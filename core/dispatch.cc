@@ -13,43 +13,33 @@ namespace {
 // run meanwhile. CUDA kernels only enqueue work and always keep it.
 constexpr int64_t kReleaseGilWork = 1 << 16;
 
-bool ResolveStream(const char* op, PyObject* stream, const tf_device& device,
-                   void** result) {
-  *result = nullptr;
-  const bool none = stream == nullptr || stream == Py_None;
+bool ResolveStream(const char* op, const StreamArg& stream,
+                   const tf_device& device, void** result) {
+  *result = stream.handle;
   if (device.device_type != TF_DEVICE_CUDA) {
-    if (none) return true;
+    if (!stream.given) return true;
     return RaiseError(PyExc_ValueError,
                       fmt::format("{}(): stream= applies to CUDA tensors "
                                   "only; these tensors are on the cpu",
                                   op));
   }
-  if (none) {
-    const AotiApi& api = Bridge::Get().library().api;
-    if (api.get_current_cuda_stream == nullptr ||
-        api.get_current_cuda_stream(device.device_id, result) != 0) {
-      return RaiseError(PyExc_RuntimeError,
-                        fmt::format("{}(): could not read torch's current "
-                                    "CUDA stream for device {}",
-                                    op, device.device_id));
-    }
-    return true;
-  }
-  PyObject* handle = PyLong_Check(stream)
-                         ? (Py_INCREF(stream), stream)
-                         : PyObject_GetAttrString(stream, "cuda_stream");
-  if (handle == nullptr || !PyLong_Check(handle)) {
-    Py_XDECREF(handle);
-    PyErr_Clear();
+  if (stream.bad_type != nullptr) {
     return RaiseError(PyExc_TypeError,
                       fmt::format("{}(): expected stream to be a "
                                   "torch.cuda.Stream, an int handle or None, "
                                   "got {}",
-                                  op, Py_TYPE(stream)->tp_name));
+                                  op, stream.bad_type));
   }
-  *result = PyLong_AsVoidPtr(handle);
-  Py_DECREF(handle);
-  return !PyErr_Occurred();
+  if (stream.given) return true;
+  const AotiApi& api = Bridge::Get().library().api;
+  if (api.get_current_cuda_stream == nullptr ||
+      api.get_current_cuda_stream(device.device_id, result) != 0) {
+    return RaiseError(PyExc_RuntimeError,
+                      fmt::format("{}(): could not read torch's current "
+                                  "CUDA stream for device {}",
+                                  op, device.device_id));
+  }
+  return true;
 }
 
 PyObject* ErrorTypeFor(tf_status status) {
@@ -67,6 +57,25 @@ PyObject* ErrorTypeFor(tf_status status) {
 
 }  // namespace
 
+bool ParseStream(PyObject* stream, StreamArg* result) {
+  *result = StreamArg{};
+  if (stream == nullptr || stream == Py_None) return true;
+  PyObject* handle = PyLong_Check(stream)
+                         ? (Py_INCREF(stream), stream)
+                         : PyObject_GetAttrString(stream, "cuda_stream");
+  result->given = true;
+  if (handle == nullptr || !PyLong_Check(handle)) {
+    Py_XDECREF(handle);
+    if (PendingErrorIsFatal()) return false;
+    PyErr_Clear();
+    result->bad_type = Py_TYPE(stream)->tp_name;
+    return true;
+  }
+  result->handle = PyLong_AsVoidPtr(handle);
+  Py_DECREF(handle);
+  return !PyErr_Occurred();
+}
+
 Dispatcher& Dispatcher::Get() {
   static Dispatcher* dispatcher = new Dispatcher();
   return *dispatcher;
@@ -75,18 +84,18 @@ Dispatcher& Dispatcher::Get() {
 const KernelEntry* Dispatcher::Find(OpId op, const tf_device& device,
                                     DtypeIndex dtype) {
   const int device_slot = device.device_type == TF_DEVICE_CUDA ? 1 : 0;
+  if (registry_ == nullptr) return nullptr;  // still loading: cache nothing
   Slot& slot = cache_[static_cast<int>(op)][device_slot][dtype];
   if (!slot.resolved) {
     // Filled under the GIL, which every op call holds while dispatching.
-    slot.entry = registry_ ? registry_->Find(Op(op).name, device.device_type,
-                                             Dtype(dtype).dtype)
-                           : nullptr;
+    slot.entry =
+        registry_->Find(Op(op).name, device.device_type, Dtype(dtype).dtype);
     slot.resolved = true;
   }
   return slot.entry;
 }
 
-PyObject* Dispatcher::Run(OpId op, CallFrame& f, PyObject* stream) {
+PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
   const char* name = Op(op).name;
   static const tf_device kCpu = {TF_DEVICE_CPU, 0};
   const tf_device& device = f.dispatch_ref ? f.dispatch_ref->view.device : kCpu;
@@ -104,8 +113,9 @@ PyObject* Dispatcher::Run(OpId op, CallFrame& f, PyObject* stream) {
   }
   if (f.out_ref != nullptr &&
       Bridge::Get().library().api.grad_mode_is_enabled()) {
+    const bool out_given = f.owned_result == nullptr;
     for (int i = 0; i < f.num_refs(); ++i) {
-      if (!CheckNoGrad(name, f.ref(i))) return nullptr;
+      if (!CheckNoGrad(name, f.ref(i), out_given)) return nullptr;
     }
   }
   void* cuda_stream;
@@ -132,6 +142,11 @@ PyObject* Dispatcher::Run(OpId op, CallFrame& f, PyObject* stream) {
     Py_END_ALLOW_THREADS
   } else {
     status = kernel->fn(&call);
+  }
+  // Even a failed kernel may have written part of out: autograd must see it.
+  if (f.out_ref != nullptr && f.out_ref->view.source_kind == TF_SOURCE_ATEN &&
+      !Bridge::Get().versions().Bump(f.out_ref->object, f.out_ref->handle())) {
+    return nullptr;
   }
   if (status != TF_OK) {
     RaiseError(ErrorTypeFor(status),

@@ -12,10 +12,23 @@
 
 namespace torchferry {
 
+// The stream= argument, read before any tensor is (reading it may run
+// Python: a Stream subclass's cuda_stream property).
+struct StreamArg {
+  bool given = false;      // not None
+  void* handle = nullptr;  // the cudaStream_t it names, when given
+  // Set where the object names no stream; refused once the device is known
+  // (on the cpu any stream is the first thing wrong).
+  const char* bad_type = nullptr;
+};
+bool ParseStream(PyObject* stream, StreamArg* result);
+
 class Dispatcher {
  public:
   static Dispatcher& Get();
+  // Once every plugin has loaded: until then no lookup is made or cached.
   void Attach(const Registry* registry) { registry_ = registry; }
+  bool attached() const { return registry_ != nullptr; }
   const Registry* registry() const { return registry_; }
 
   // nullptr when no plugin carries the key.
@@ -23,7 +36,8 @@ class Dispatcher {
 
   // Runs the prepared call; returns the result (out, or None) as a new
   // reference, or nullptr with a Python exception.
-  PyObject* Run(OpId op, CallFrame& frame, PyObject* stream);
+  // Every torch tensor the kernel wrote has its version counter bumped.
+  PyObject* Run(OpId op, CallFrame& frame, const StreamArg& stream);
 
  private:
   struct Slot {

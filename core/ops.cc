@@ -66,12 +66,30 @@ bool ScalarArg(const char* op, const char* what, PyObject* value,
   }
   arg->kind = TF_ARG_INT;
   int overflow = 0;
-  arg->value.i = PyLong_AsLongLongAndOverflow(value, &overflow);
-  if (overflow != 0) {
-    return RaiseError(PyExc_OverflowError,
-                      fmt::format("{}(): {} does not fit in int64", op, what));
+  const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+  if (overflow == 0 && v == -1 && PyErr_Occurred()) return false;
+  // torch's rule (c10::checked_convert): the value must fit the dtype;
+  // an unsigned dtype also takes negatives down to -max, which wrap.
+  const int bits = Dtype(dtype).dtype.bits;
+  const bool is_unsigned = Dtype(dtype).dtype.code == TF_DTYPE_UINT;
+  long long lo = INT64_MIN, hi = INT64_MAX;
+  if (bits < 64 && dtype != kBool) {
+    hi = is_unsigned ? (1ll << bits) - 1 : (1ll << (bits - 1)) - 1;
+    lo = is_unsigned ? -hi : -hi - 1;
   }
-  return !PyErr_Occurred();
+  if (overflow != 0 || v < lo || v > hi) {
+    PyObject* str = PyObject_Str(value);
+    const std::string text = str ? Utf8Text(str) : "the value";
+    Py_XDECREF(str);
+    return RaiseError(
+        PyExc_OverflowError,
+        fmt::format("{}(): {}={} cannot be converted to {} without overflow "
+                    "({} takes {} to {})",
+                    op, what, text, Dtype(dtype).name, Dtype(dtype).name, lo,
+                    hi));
+  }
+  arg->value.i = is_unsigned && v < 0 ? v + hi + 1 : v;
+  return true;
 }
 
 bool IntAttr(const char* op, const char* what, PyObject* value,
@@ -110,6 +128,7 @@ bool TakeOut(const char* op, const ParsedArgs& args, CallFrame& frame,
              const int64_t* shape) {
   PyObject* out = args.out;
   if (out == nullptr || out == Py_None) {
+    frame.NotePython();  // torch.empty: modes, hooks, gc
     out = AllocateOut(op, like, dtype, ndim, shape);
     if (out == nullptr) return false;
     frame.owned_result = out;
@@ -124,6 +143,10 @@ bool TakeOut(const char* op, const ParsedArgs& args, CallFrame& frame,
                     op, Dtype(dtype).name, Dtype(ref->dtype).name));
   }
   if (!CheckShape(op, "out", *ref, ndim, shape) || !CheckWritable(op, *ref)) {
+    return false;
+  }
+  if (ref->view.source_kind == TF_SOURCE_ATEN &&
+      !Bridge::Get().versions().CheckWritable(op, ref->object, ref->handle())) {
     return false;
   }
   frame.out_ref = ref;
@@ -270,9 +293,12 @@ bool PrepareStack(const ParsedArgs& args, CallFrame& f) {
                                   "tuple of tensors, got {}",
                                   Py_TYPE(seq)->tp_name));
   }
-  if (PyList_Check(seq)) {
+  if (f.keep_alive != nullptr) {
+    seq = f.keep_alive;  // the second pass walks the first one's snapshot
+  } else if (PyList_Check(seq)) {
     // Bridging an item may run Python (__dlpack__) that mutates the list;
-    // walk a snapshot that the frame keeps alive.
+    // walk a snapshot that the frame keeps alive. Taken before any tensor
+    // is read, so the gc this allocation may trigger harms nothing.
     seq = PyList_AsTuple(seq);
     if (seq == nullptr) return false;
     f.keep_alive = seq;
@@ -393,7 +419,9 @@ bool PrepareRmsNorm(const ParsedArgs& args, CallFrame& f) {
   if (!CheckShape(op, "weight", *w, 1, &last)) return false;
   double eps = 1e-6;
   if (args.values[2] != nullptr && args.values[2] != Py_None) {
-    eps = PyFloat_AsDouble(args.values[2]);
+    PyObject* e = args.values[2];
+    if (!PyFloat_Check(e) && !PyLong_Check(e)) f.NotePython();  // __float__
+    eps = PyFloat_AsDouble(e);
     if (PyErr_Occurred()) {
       PyErr_Clear();
       return RaiseError(PyExc_TypeError,
@@ -576,22 +604,45 @@ const OpSpec kOps[kNumOps] = {
 
 const OpSpec& Op(OpId id) { return kOps[static_cast<int>(id)]; }
 
+bool PrepareCall(const OpSpec& spec, const ParsedArgs& args, CallFrame& f) {
+  if (!spec.prepare(args, f)) return false;
+  if (!f.python_ran() || f.Unchanged()) return true;
+  // Python that ran after a tensor was read (allocating out, exporting an
+  // argument) changed it: what was checked is stale. Read everything again;
+  // with out allocated and every import kept, this pass runs no Python.
+  f.Rewind();
+  ParsedArgs again = args;
+  if (f.owned_result != nullptr) again.out = f.owned_result;
+  if (!spec.prepare(again, f)) return false;
+  if (!f.python_ran()) return true;
+  return RaiseError(PyExc_RuntimeError,
+                    fmt::format("{}(): Python code ran while the call was "
+                                "prepared a second time; please report this",
+                                spec.name));
+}
+
 bool PrepareNoop(PyObject* const* args, Py_ssize_t nargs, CallFrame& f) {
   if (nargs > (1 << 20)) {
     return RaiseError(PyExc_ValueError, "noop(): too many tensors");
   }
   f.Reserve(static_cast<int>(nargs));
-  for (Py_ssize_t i = 0; i < nargs; ++i) {
-    TensorRef* r = f.Take(args[i], "tensor", false);
-    if (r == nullptr) return false;
-    if (i > 0 && !CheckSameDevice("noop", "tensor", *r, *f.dispatch_ref)) {
-      return false;
+  for (int pass = 0; pass < 2; ++pass) {  // as PrepareCall
+    for (Py_ssize_t i = 0; i < nargs; ++i) {
+      TensorRef* r = f.Take(args[i], "tensor", false);
+      if (r == nullptr) return false;
+      if (i > 0 && !CheckSameDevice("noop", "tensor", *r, *f.dispatch_ref)) {
+        return false;
+      }
+      if (i == 0) f.dispatch_ref = r;
+      f.inputs[i] = TensorArg(r);
     }
-    if (i == 0) f.dispatch_ref = r;
-    f.inputs[i] = TensorArg(r);
+    f.num_inputs = static_cast<int>(nargs);
+    if (!f.python_ran() || f.Unchanged()) return true;
+    f.Rewind();
   }
-  f.num_inputs = static_cast<int>(nargs);
-  return true;
+  return RaiseError(PyExc_RuntimeError,
+                    "noop(): Python code ran while the call was prepared a "
+                    "second time; please report this");
 }
 
 }  // namespace torchferry

@@ -28,8 +28,12 @@ struct OpSpec {
 
 const OpSpec& Op(OpId id);
 
+// Runs spec.prepare, and again from the top where Python ran after a tensor
+// was read (CallFrame says why): afterwards, nothing read can be stale.
+bool PrepareCall(const OpSpec& spec, const ParsedArgs& args, CallFrame& frame);
+
 // noop(*tensors): bridges every argument and calls the kernel, measuring
-// dispatch alone.
+// dispatch alone. Prepares twice where PrepareCall would.
 bool PrepareNoop(PyObject* const* args, Py_ssize_t nargs, CallFrame& frame);
 
 }  // namespace torchferry
