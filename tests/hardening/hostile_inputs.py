@@ -225,6 +225,51 @@ def _python_deleter_refused():
             raise AssertionError(f"the deleter ran {producer.deleted} times; expected once")
 
 
+# --- generated: argument names, DLPack versions and exceptions, int ranges ---
+# A fixed seed, so that a run repeats the last one; each case is its own child.
+_rng = __import__("random").Random(20261201)
+
+
+def _odd_name(rng):
+    """A keyword name mixing ASCII, lone surrogates, NUL, astral characters."""
+    pools = [(0x61, 0x7A), (0xD800, 0xDFFF), (0, 0x1F), (0x80, 0xFF), (0x1F600, 0x1F64F)]
+    return "".join(chr(rng.randint(*rng.choice(pools))) for _ in range(rng.randint(1, 12)))
+
+
+for _i in range(40):
+    _name = _odd_name(_rng)
+    hostile(f"keyword name #{_i} {_name.encode('utf-8', 'backslashreplace')[:24]!r}",
+            lambda n=_name: ops.add(f32(2), f32(2), **{n: 1}), expected=TypeError)
+
+for _i in range(12):
+    _version = (_rng.choice([0, 2, 3, 2**31, 2**32 - 1]), _rng.randint(0, 2**32 - 1))
+    hostile(f"DLPack versioned tensor claiming version {_version}",
+            lambda v=_version: ops.abs(Forged(versioned=True, version=v), out=f32(4)),
+            expected=BufferError)
+
+
+class _DlpackRaisesThis:
+    def __init__(self, exc):
+        self.exc = exc
+
+    def __dlpack__(self, *args, **kwargs):
+        raise self.exc
+
+
+for _exc in (KeyboardInterrupt("from __dlpack__"), SystemExit(3), MemoryError("from __dlpack__"),
+             TypeError("a TypeError of its own"), BufferError("busy")):
+    hostile(f"__dlpack__ raises {type(_exc).__name__}",
+            lambda e=_exc: ops.abs(f32(4), out=_DlpackRaisesThis(e)),
+            expected=(type(_exc),) if not isinstance(_exc, BufferError) else TypeError)
+
+for _dtype in (torch.int8, torch.int16, torch.int32, torch.uint8):
+    _info = torch.iinfo(_dtype)
+    for _value in (_info.max + 1, _info.min - 1 if _info.min else -_info.max - 1, 2**63, -2**70):
+        hostile(f"clamp {_dtype} with min={_value}",
+                lambda d=_dtype, v=_value: ops.clamp(torch.zeros(4, dtype=d), min=v),
+                expected=OverflowError)
+
+
 # --- the bridge and plugins from Python --------------------------------------
 hostile("bridge.set_path('bogus')", lambda: bridge.set_path("bogus"))
 hostile("bridge.set_path(None)", lambda: bridge.set_path(None))

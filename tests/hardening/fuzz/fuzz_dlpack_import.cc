@@ -8,7 +8,8 @@
 // arrays hold exactly ndim entries) but may claim anything: negative or huge
 // ndim, negative or huge sizes, strides NULL or wild, unknown dtypes and
 // devices, a read-only versioned tensor for an out, a NULL deleter, a capsule
-// of the wrong name, an exception from __dlpack__.
+// of the wrong name, an exception from __dlpack__ (a TypeError of its own, a
+// KeyboardInterrupt), a versioned tensor of any DLPack version.
 //
 // Properties, each a trap when broken:
 //  - a refusal comes with a Python exception set;
@@ -17,7 +18,10 @@
 //    an element count and a byte span that fit in int64, the data pointer
 //    the producer gave plus its byte_offset; an out is never read-only;
 //  - the producer's deleter runs exactly once: not while the view is in use,
-//    and not never.
+//    and not never;
+//  - a versioned tensor is accepted only with DLPack major version 1;
+//  - __dlpack__ is called once, twice only when it refused max_version;
+//  - a KeyboardInterrupt from __dlpack__ comes out as itself.
 #include <Python.h>
 
 #include <algorithm>
@@ -52,13 +56,16 @@ struct Producer {
     kRefuseVersions,
     kNotACapsule,
     kWrongName,
-    kRaise
+    kRaise,
+    kRaiseTypeError,  // a TypeError that is not about max_version
+    kInterrupt,
   };
   Behaviour behaviour = kCapsule;
   bool versioned = false;
   dlpack::ManagedTensor legacy{};
   dlpack::ManagedTensorVersioned modern{};
   int deleted = 0;
+  int calls = 0;      // of __dlpack__
   bool made = false;  // a managed tensor was handed out
 };
 Producer g_producer;
@@ -90,7 +97,14 @@ void CapsuleDestructor(PyObject* capsule) {
 // Producer.__dlpack__'s body: called with whether max_version was passed.
 PyObject* MakeCapsule(PyObject*, PyObject* asked_versioned) {
   const bool with_version = PyObject_IsTrue(asked_versioned) == 1;
+  ++g_producer.calls;
   switch (g_producer.behaviour) {
+    case Producer::kRaiseTypeError:
+      PyErr_SetString(PyExc_TypeError, "this producer cannot export today");
+      return nullptr;
+    case Producer::kInterrupt:
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
+      return nullptr;
     case Producer::kNotACapsule:
       return PyLong_FromLong(5);
     case Producer::kRaise:
@@ -158,7 +172,13 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ByteReader in(data, size);
   g_producer = Producer{};
-  switch (in.Pick(16)) {
+  switch (in.Pick(18)) {
+    case 4:
+      g_producer.behaviour = Producer::kRaiseTypeError;
+      break;
+    case 5:
+      g_producer.behaviour = Producer::kInterrupt;
+      break;
     case 0:
       g_producer.behaviour = Producer::kRefuseVersions;
       break;
@@ -268,7 +288,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool null_deleter = in.Pick(8) == 0;
   g_producer.legacy.dl_tensor = t;
   g_producer.legacy.deleter = null_deleter ? nullptr : &DeleteLegacy;
-  g_producer.modern.version = {1, in.Pick(4)};
+  switch (in.Pick(6)) {
+    case 0:
+      g_producer.modern.version = {in.Raw<uint32_t>(), in.Raw<uint32_t>()};
+      break;
+    case 1:
+      g_producer.modern.version = {in.Pick(2) * 2, in.Pick(4)};  // 0.x, 2.x
+      break;
+    default:
+      g_producer.modern.version = {1, in.Pick(4)};
+      break;
+  }
   g_producer.modern.dl_tensor = t;
   g_producer.modern.flags = in.Bit() ? dlpack::kFlagReadOnly : 0;
   g_producer.modern.deleter = null_deleter ? nullptr : &DeleteModern;
@@ -278,12 +308,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   TensorRef ref{};
   const bool ok = Bridge::Get().Read(producer, "input", writable, &ref);
   const int expected_deletes = null_deleter || !g_producer.made ? 0 : 1;
+  const int expected_calls =
+      g_producer.behaviour == Producer::kRefuseVersions ? 2 : 1;
+  if (g_producer.calls != expected_calls) {
+    Broken("__dlpack__ was called " + std::to_string(g_producer.calls) +
+           " times; expected " + std::to_string(expected_calls));
+  }
 
   if (!ok) {
     if (PyErr_Occurred() == nullptr) {
       Broken(
           "Bridge::Read refused a DLPack producer without setting an "
           "exception (Python raises SystemError)");
+    }
+    if (g_producer.behaviour == Producer::kInterrupt &&
+        !PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
+      Broken("a KeyboardInterrupt from __dlpack__ came out as another type");
     }
     PyErr_Clear();
     Py_DECREF(producer);
@@ -295,6 +335,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   if (PyErr_Occurred() != nullptr) Broken("accepted with an exception set");
+  if (g_producer.behaviour == Producer::kInterrupt ||
+      g_producer.behaviour == Producer::kRaiseTypeError) {
+    Broken("accepted a producer whose __dlpack__ raised");
+  }
   if (g_producer.deleted != 0) {
     Broken("the deleter ran while the imported view is still in use");
   }
@@ -312,6 +356,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (writable && used_versioned &&
       (g_producer.modern.flags & dlpack::kFlagReadOnly)) {
     fail("the read-only flag, for an argument that is written");
+  }
+  if (used_versioned && g_producer.modern.version.major != 1) {
+    fail("DLPack major version " +
+         std::to_string(g_producer.modern.version.major));
   }
   if (v.device.device_type != TF_DEVICE_CPU &&
       v.device.device_type != TF_DEVICE_CUDA) {
