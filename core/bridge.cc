@@ -214,6 +214,7 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
   Calibrate(torch_module, major, minor);
   ProbeNegBit(torch_module);
   versions_.Calibrate(torch_module);
+  storage_.Calibrate(torch_module, &lib_.api);
 
   const char* forced = std::getenv("TORCHFERRY_BRIDGE");
   if (forced != nullptr && forced[0] != '\0' &&
@@ -518,10 +519,10 @@ TensorState Bridge::StateOf(const TensorRef& ref) const {
   const AotiApi& a = lib_.api;
   AtenTensorHandle h = ref.handle();
   TensorState s;
-  int64_t *sizes, *strides;
+  int64_t *sizes, *strides, offset;
   if (a.get_data_ptr(h, &s.data) != 0 || a.get_dim(h, &s.ndim) != 0 ||
       a.get_sizes(h, &sizes) != 0 || a.get_strides(h, &strides) != 0 ||
-      a.get_storage_size(h, &s.nbytes) != 0 || s.ndim > TensorState::kMaxDims) {
+      !storage_.Read(h, &offset, &s.nbytes) || s.ndim > TensorState::kMaxDims) {
     s.ndim = -1;  // never equal
     return s;
   }
@@ -536,22 +537,25 @@ TensorState Bridge::StateOf(const TensorRef& ref) const {
 // every element the view reaches must lie inside it.
 bool Bridge::CheckFitsStorage(AtenTensorHandle h, PyObject* obj,
                               const char* what, const TensorRef& ref) {
-  const AotiApi& a = lib_.api;
   int64_t offset, nbytes;
-  if (a.get_storage_offset(h, &offset) != 0 ||
-      a.get_storage_size(h, &nbytes) != 0) {
+  if (!storage_.Read(h, &offset, &nbytes)) {
     return RaiseTorchFailure("storage", obj, what);
   }
   const tf_tensor& v = ref.view;
-  int64_t last = offset, needed = 0;  // in elements, then bytes
+  // The element past the furthest one the view reaches (torch has no
+  // negative strides); for a compact view that is offset + numel.
+  int64_t end = offset + ref.numel, needed = 0;
   bool overflow = false;
-  for (int32_t d = 0; d < v.ndim; ++d) {
-    int64_t reach;  // torch has no negative strides
-    overflow |= __builtin_mul_overflow(v.shape[d] - 1, v.strides[d], &reach) ||
-                __builtin_add_overflow(last, reach, &last);
+  if (!(v.flags & TF_TENSOR_CONTIGUOUS)) {
+    end = offset + 1;
+    for (int32_t d = 0; d < v.ndim; ++d) {
+      int64_t reach;
+      overflow |=
+          __builtin_mul_overflow(v.shape[d] - 1, v.strides[d], &reach) ||
+          __builtin_add_overflow(end, reach, &end);
+    }
   }
-  overflow |=
-      __builtin_mul_overflow(last + 1, Dtype(ref.dtype).itemsize, &needed);
+  overflow |= __builtin_mul_overflow(end, Dtype(ref.dtype).itemsize, &needed);
   if (!overflow && needed <= nbytes) return true;
   return RaiseError(
       PyExc_ValueError,

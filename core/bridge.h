@@ -22,6 +22,7 @@
 #include "abi/torchferry.h"
 #include "core/aoti.h"
 #include "core/dtypes.h"
+#include "core/storage_probe.h"
 #include "core/torch_library.h"
 #include "core/version_counter.h"
 
@@ -128,6 +129,7 @@ class Bridge {
   const OffsetCalibration& offset_calibration() const { return calibration_; }
   const NegBitProbe& neg_bit_probe() const { return neg_probe_; }
   const VersionCounter& versions() const { return versions_; }
+  const StorageProbe& storage_probe() const { return storage_; }
   const std::string& path_reason() const { return path_reason_; }
   const TorchLibrary& library() const { return lib_; }
   const std::string& torch_version() const { return torch_version_; }
@@ -169,6 +171,7 @@ class Bridge {
   OffsetCalibration calibration_;
   NegBitProbe neg_probe_;
   VersionCounter versions_;
+  StorageProbe storage_;
   PyTypeObject* tensor_type_ = nullptr;     // torch.Tensor
   PyTypeObject* parameter_type_ = nullptr;  // torch.nn.Parameter
   PyObject* plain_torch_dispatch_ = nullptr;

@@ -17,7 +17,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <utility>
 #include <vector>
 
 #include "abi/torchferry.h"
@@ -79,17 +78,25 @@ class CallFrame {
   void NotePython() {
     for (; noted_ < num_refs_; ++noted_) {
       if (refs_[noted_].view.source_kind != TF_SOURCE_ATEN) continue;
-      states_.push_back({noted_, bridge_.StateOf(refs_[noted_])});
+      Noted noted{noted_, bridge_.StateOf(refs_[noted_])};
+      if (num_noted_ < kInlineNoted) {
+        inline_noted_[num_noted_] = noted;
+      } else {
+        more_noted_.push_back(noted);
+      }
+      ++num_noted_;
     }
-    python_ran_ = python_ran_ || !states_.empty();
+    python_ran_ = python_ran_ || num_noted_ > 0;
   }
   // True when Python ran after a torch tensor was read.
   bool python_ran() const { return python_ran_; }
   // True when every tensor noted by NotePython is as it was read: then the
   // Python changed nothing this call relies on.
   bool Unchanged() const {
-    for (const auto& [index, state] : states_) {
-      if (!(bridge_.StateOf(refs_[index]) == state)) return false;
+    for (int i = 0; i < num_noted_; ++i) {
+      const Noted& n =
+          i < kInlineNoted ? inline_noted_[i] : more_noted_[i - kInlineNoted];
+      if (!(bridge_.StateOf(refs_[n.ref]) == n.state)) return false;
     }
     return true;
   }
@@ -105,8 +112,8 @@ class CallFrame {
     result = nullptr;
     work = 0;
     python_ran_ = false;
-    noted_ = 0;
-    states_.clear();
+    noted_ = num_noted_ = 0;
+    more_noted_.clear();
   }
 
   // Shape/stride storage for a rewritten view; lives as long as the frame.
@@ -174,8 +181,15 @@ class CallFrame {
   int64_t arena_[kArenaSize];
   int arena_used_ = 0;
   bool python_ran_ = false;
-  int noted_ = 0;  // refs whose state NotePython has taken
-  std::vector<std::pair<int, TensorState>> states_;
+  struct Noted {
+    int ref;
+    TensorState state;
+  };
+  static constexpr int kInlineNoted = 4;  // more spill to the heap
+  int noted_ = 0;                         // refs NotePython has looked at
+  int num_noted_ = 0;                     // of them, torch tensors
+  Noted inline_noted_[kInlineNoted];
+  std::vector<Noted> more_noted_;
   std::vector<TensorRef> imported_;  // DLPack imports, released last
 };
 

@@ -139,14 +139,15 @@ PyObject* BridgeInfo(PyObject*, PyObject*) {
   Bridge& b = Bridge::Get();
   const OffsetCalibration& c = b.offset_calibration();
   return Py_BuildValue(
-      "{s:s,s:s,s:O,s:{s:O,s:n,s:n,s:s},s:s,s:s,s:s,s:s}", "path",
+      "{s:s,s:s,s:O,s:{s:O,s:n,s:n,s:s},s:s,s:s,s:s,s:s,s:s}", "path",
       BridgePathName(b.path()), "reason", b.path_reason().c_str(),
       "shim_available", b.shim_available() ? Py_True : Py_False,
       "offset_calibration", "ok", c.ok ? Py_True : Py_False, "tensor_offset",
       c.tensor_offset, "maybe_owned_flag_offset", c.borrowed_flag_offset,
       "detail", c.detail.c_str(), "neg_bit_check",
       b.neg_bit_probe().detail.c_str(), "version_counter",
-      b.versions().detail().c_str(), "libtorch",
+      b.versions().detail().c_str(), "storage_check",
+      b.storage_probe().detail().c_str(), "libtorch",
       b.library().cpu_library_path.c_str(), "libtorch_cuda",
       b.library().cuda_library_path.c_str());
 }

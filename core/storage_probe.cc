@@ -1,0 +1,144 @@
+#include "core/storage_probe.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <vector>
+
+namespace torchferry {
+namespace {
+
+// How far into each object the scans read: the fields sit well inside both
+// in every torch 2.x (a StorageImpl's size follows its refcounts and DataPtr,
+// about byte 48), and neither object is smaller.
+constexpr Py_ssize_t kTensorImplScan = 256;
+constexpr Py_ssize_t kStorageImplScan = 64;
+
+int64_t WordAt(const char* base, Py_ssize_t offset) {
+  int64_t word;
+  std::memcpy(&word, base + offset, sizeof(word));
+  return word;
+}
+
+const char* ImplOf(PyObject* tensor) {
+  PyObject* cdata = PyObject_GetAttrString(tensor, "_cdata");
+  void* impl = cdata ? PyLong_AsVoidPtr(cdata) : nullptr;
+  Py_XDECREF(cdata);
+  return static_cast<const char*>(impl);
+}
+
+// The one offset in [8, limit) where pick(offset) holds, or -1.
+template <typename Pick>
+Py_ssize_t OnlyOffset(Py_ssize_t limit, Pick pick, int* matches) {
+  Py_ssize_t found = -1;
+  *matches = 0;
+  for (Py_ssize_t off = sizeof(void*); off + 8 <= limit; off += 8) {
+    if (pick(off)) {
+      found = off;
+      ++*matches;
+    }
+  }
+  return *matches == 1 ? found : -1;
+}
+
+}  // namespace
+
+void StorageProbe::Calibrate(PyObject* torch_module, const AotiApi* api) {
+  api_ = api;
+  // Two storages of distinctive sizes (float32: 31,676 and 31,628 bytes),
+  // three views of the first at offsets 0, 5 and 11, and its .data.
+  PyObject* base = PyObject_CallMethod(torch_module, "empty", "(i)", 7919);
+  PyObject* other =
+      base ? PyObject_CallMethod(torch_module, "empty", "(i)", 7907) : nullptr;
+  std::vector<PyObject*> owned = {base, other};
+  auto item = [&](PyObject* t, long start) -> PyObject* {
+    PyObject* s = PyLong_FromLong(start);
+    PyObject* slice = s ? PySlice_New(s, nullptr, nullptr) : nullptr;
+    PyObject* view = slice && t ? PyObject_GetItem(t, slice) : nullptr;
+    Py_XDECREF(slice);
+    Py_XDECREF(s);
+    owned.push_back(view);
+    return view;
+  };
+  PyObject* at5 = item(base, 5);
+  PyObject* at11 = item(base, 11);
+  PyObject* data = base ? PyObject_GetAttrString(base, "data") : nullptr;
+  owned.push_back(data);
+  auto finish = [&](bool ok, std::string why) {
+    ok_ = ok;
+    detail_ = ok ? fmt::format(
+                       "storage offset at byte {} of TensorImpl, "
+                       "StorageImpl* at byte {}, its size at byte {}",
+                       offset_at_, storage_at_, nbytes_at_)
+                 : why + "; reading them through the AOTI getters instead";
+    for (PyObject* o : owned) Py_XDECREF(o);
+    PyErr_Clear();
+  };
+  const char* t = data && at5 && at11 && other ? ImplOf(base) : nullptr;
+  const char* t5 = t ? ImplOf(at5) : nullptr;
+  const char* t11 = t ? ImplOf(at11) : nullptr;
+  const char* td = t ? ImplOf(data) : nullptr;
+  const char* u = t ? ImplOf(other) : nullptr;
+  if (!t || !t5 || !t11 || !td || !u) {
+    return finish(false, "the calibration tensors could not be made");
+  }
+  int matches;
+  offset_at_ = OnlyOffset(
+      kTensorImplScan,
+      [&](Py_ssize_t o) {
+        return WordAt(t, o) == 0 && WordAt(t5, o) == 5 &&
+               WordAt(t11, o) == 11 && WordAt(td, o) == 0;
+      },
+      &matches);
+  if (offset_at_ < 0) {
+    return finish(false, fmt::format("{} TensorImpl words look like the "
+                                     "storage offset (expected 1)",
+                                     matches));
+  }
+  storage_at_ = OnlyOffset(
+      kTensorImplScan,
+      [&](Py_ssize_t o) {
+        const int64_t w = WordAt(t, o);
+        return w != 0 && w == WordAt(t5, o) && w == WordAt(t11, o) &&
+               w == WordAt(td, o) && WordAt(u, o) != 0 && WordAt(u, o) != w;
+      },
+      &matches);
+  if (storage_at_ < 0) {
+    return finish(false, fmt::format("{} TensorImpl words look like the "
+                                     "StorageImpl* (expected 1)",
+                                     matches));
+  }
+  AtenTensorHandle h_base = nullptr, h_other = nullptr;
+  // The handle of a tensor is a pointer to its at::Tensor, which is one
+  // pointer: the TensorImpl*. Give the getters exactly that.
+  const char* impls[2] = {t, u};
+  h_base = reinterpret_cast<AtenTensorHandle>(&impls[0]);
+  h_other = reinterpret_cast<AtenTensorHandle>(&impls[1]);
+  int64_t bytes_base = -1, bytes_other = -1, off5 = -1;
+  const char* impl5 = t5;
+  if (api->get_storage_size(h_base, &bytes_base) != 0 ||
+      api->get_storage_size(h_other, &bytes_other) != 0 ||
+      api->get_storage_offset(reinterpret_cast<AtenTensorHandle>(&impl5),
+                              &off5) != 0 ||
+      off5 != 5 || bytes_base == bytes_other) {
+    return finish(false,
+                  "the AOTI storage getters disagree with the "
+                  "calibration tensors");
+  }
+  const char* s = reinterpret_cast<const char*>(WordAt(t, storage_at_));
+  const char* s_other = reinterpret_cast<const char*>(WordAt(u, storage_at_));
+  nbytes_at_ = OnlyOffset(
+      kStorageImplScan,
+      [&](Py_ssize_t o) {
+        return WordAt(s, o) == bytes_base && WordAt(s_other, o) == bytes_other;
+      },
+      &matches);
+  if (nbytes_at_ < 0) {
+    return finish(false, fmt::format("{} StorageImpl words hold its size "
+                                     "(expected 1)",
+                                     matches));
+  }
+  finish(true, "");
+}
+
+}  // namespace torchferry
