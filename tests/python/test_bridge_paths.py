@@ -337,3 +337,12 @@ def test_negative_bit_check_is_calibrated():
     # A miss would still be correct (Tensor.is_neg per tensor) but slow; on
     # the torches tested here the key set must be found.
     assert "DispatchKeySet at byte" in bridge.info()["neg_bit_check"]
+
+
+def test_version_counter_and_storage_fields_are_calibrated():
+    # Where these fail torchferry stays correct but slower (Python's
+    # increment_version per write, two AOTI getters per tensor): on the
+    # torches the project tests, both must be found.
+    info = bridge.info()
+    assert "version counter at byte" in info["version_counter"], info["version_counter"]
+    assert "StorageImpl* at byte" in info["storage_check"], info["storage_check"]
