@@ -60,10 +60,14 @@ void VersionCounter::Calibrate(PyObject* torch_module) {
   }
   Py_XDECREF(tensor_type);
 
-  // A base, a view of it (same counter) and base.data (a counter of its own).
+  // A base, a view of it (same counter), base.data (a counter of its own, and
+  // flags that differ) and an unrelated tensor (its own counter, the same
+  // flags).
   PyObject* base = PyObject_CallMethod(torch_module, "empty", "(i)", 4);
   PyObject* view = base ? PyObject_CallMethod(base, "view", "(i)", 4) : nullptr;
   PyObject* data = view ? PyObject_GetAttrString(base, "data") : nullptr;
+  PyObject* other =
+      data ? PyObject_CallMethod(torch_module, "empty", "(i)", 4) : nullptr;
   auto finish = [&](bool ok, std::string detail) {
     ok_ = ok;
     detail_ = std::move(detail);
@@ -72,20 +76,24 @@ void VersionCounter::Calibrate(PyObject* torch_module) {
     Py_XDECREF(base);
     Py_XDECREF(view);
     Py_XDECREF(data);
+    Py_XDECREF(other);
     PyErr_Clear();
   };
   const char* impl_base = data ? ImplOf(base) : nullptr;
   const char* impl_view = data ? ImplOf(view) : nullptr;
   const char* impl_data = data ? ImplOf(data) : nullptr;
+  const char* impl_other = other ? ImplOf(other) : nullptr;
   if (impl_base == nullptr || impl_view == nullptr || impl_data == nullptr ||
-      increment_version_ == nullptr || inference_mode_enabled_ == nullptr) {
+      impl_other == nullptr || increment_version_ == nullptr ||
+      inference_mode_enabled_ == nullptr) {
     return finish(false, "the calibration tensors could not be made");
   }
   int matches = 0;
   for (Py_ssize_t off = sizeof(void*); off < kMaxScan; off += 8) {
     void* w = WordAt(impl_base, off);
     if (w != nullptr && w == WordAt(impl_view, off) &&
-        WordAt(impl_data, off) != nullptr && WordAt(impl_data, off) != w) {
+        WordAt(impl_data, off) != nullptr && WordAt(impl_data, off) != w &&
+        WordAt(impl_other, off) != nullptr && WordAt(impl_other, off) != w) {
       counter_offset_ = off;
       ++matches;
     }
