@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "loader/elf_check.h"
+#include "loader/file_kind.h"
 #include "loader/known_values.h"
 #include "loader/loader.h"
 #include "loader/log.h"
@@ -31,11 +32,25 @@ std::string LastDlerror() {
 OpenedPlugin OpenPlugin(const std::string& path) {
   OpenedPlugin opened;
   const std::string file = FileName(path);
-  std::string truncated = CheckElfSegmentsInFile(path);
-  if (!truncated.empty()) {
-    opened.error =
-        fmt::format("{}: cannot load the library: {}", file, truncated);
-    return opened;
+  {
+    // dlopen opens the path again: someone able to swap the file in between
+    // can as well put any code there, so this guards against accidents (a
+    // FIFO, a folder, a cut-short copy), not against the folder's owner.
+    const RegularFile regular(path);
+    if (!regular.ok()) {
+      opened.error = fmt::format(
+          "{}: cannot load the library: {} {}; expected a regular file "
+          "holding a shared library (check TORCHFERRY_PLUGIN_PATH and what "
+          "the plugin folders hold)",
+          file, path, regular.problem());
+      return opened;
+    }
+    const std::string truncated = CheckElfSegments(regular.fd());
+    if (!truncated.empty()) {
+      opened.error =
+          fmt::format("{}: cannot load the library: {}", file, truncated);
+      return opened;
+    }
   }
   ::dlerror();  // clear a stale message so the one we report is ours
   opened.dl_handle = ::dlopen(DlopenPath(path).c_str(), RTLD_NOW | RTLD_LOCAL);

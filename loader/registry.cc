@@ -61,7 +61,13 @@ void Registry::Load(const LoaderOptions& options) {
   // LoadFile catches what one plugin can throw; only a full heap gets past it
   // to here, and loading fewer plugins beats failing the caller's import.
   try {
-    for (const std::string& path : ListPluginFiles(options.search_path)) {
+    std::vector<Skipped> unusable;
+    const std::vector<std::string> files =
+        ListPluginFiles(options.search_path, &unusable);
+    for (const Skipped& entry : unusable) {
+      impl_->Skip(entry.path, entry.name, entry.reason);
+    }
+    for (const std::string& path : files) {
       const std::string stem = PluginStem(path);
       if (!IsSelected(options.selection, stem)) {
         impl_->Skip(path, "",

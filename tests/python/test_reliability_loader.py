@@ -1,0 +1,187 @@
+"""The loader and the plugins under things that used to hang, crash or lie.
+
+Each case ends as a Python exception or a skipped plugin with its reason,
+never a hang, a crash or a silently wrong answer; anything that could hang or
+crash runs in a fresh interpreter with a timeout:
+
+- the plugin search path names a FIFO, a socket, a device, a folder where a
+  plugin file was expected, a symbolic link loop or a dangling link.
+
+The synthetic plugins are compiled here from tests/plugins/*.c (the sources
+the Catch2 tests build too), so that this file needs no build folder.
+"""
+
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import torchferry
+from conftest import HERE, clean_env
+
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SYNTHETIC_SRC = os.path.join(ROOT, "tests", "plugins")
+ATEN_INSTALLED = os.path.exists(os.path.join(torchferry.PLUGIN_DIR, "torchferry_aten.so"))
+# Longer than a loaded machine needs to import torch; a hang runs into it.
+TIMEOUT = 120
+
+pytestmark = pytest.mark.subprocess
+
+
+# --- helpers -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """built(stem) -> path of tests/plugins/<stem>.c compiled as a plugin."""
+    out = tmp_path_factory.mktemp("synthetic")
+    cache = {}
+
+    def build(stem):
+        if stem not in cache:
+            target = out / f"torchferry_{stem}.so"
+            cc = os.environ.get("CC", "cc")
+            subprocess.run(
+                [cc, "-std=c11", "-shared", "-fPIC", "-O1", f"-I{ROOT}", f"-I{SYNTHETIC_SRC}",
+                 os.path.join(SYNTHETIC_SRC, f"{stem}.c"), "-o", str(target)],
+                check=True, capture_output=True, timeout=TIMEOUT,
+            )  # fmt: skip
+            cache[stem] = str(target)
+        return cache[stem]
+
+    return build
+
+
+REPORT = """
+import json, sys, torch, torchferry
+from torchferry import plugins
+print("REPORT" + json.dumps({
+    "loaded": plugins.loaded(),
+    "skipped": plugins.skipped(),
+    "shadowed": plugins.shadowed(),
+}))
+"""
+
+
+def run(code, timeout=TIMEOUT, **env):
+    """`code` in a fresh interpreter with no TORCHFERRY_* setting but `env`
+    (values may be bytes: the environment is bytes on POSIX). Returns the
+    CompletedProcess; stdout and stderr decoded with backslashreplace. A
+    hang fails the test with what the process printed so far."""
+    full = clean_env(PYTHONPATH=HERE)
+    for k, v in env.items():
+        full[k] = v if isinstance(v, bytes) else str(v)
+    try:
+        r = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            env=full, capture_output=True, timeout=timeout, cwd=HERE,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"hung for {timeout} s (import or call never returned); stderr: {e.stderr!r}")
+    r.stdout = r.stdout.decode("utf-8", "backslashreplace")
+    r.stderr = r.stderr.decode("utf-8", "backslashreplace")
+    return r
+
+
+def survived(r):
+    """Fails with how the process died unless it exited 0."""
+    if r.returncode < 0:
+        name = signal.Signals(-r.returncode).name
+        pytest.fail(f"the process died of {name}; stderr tail: {r.stderr[-2000:]}")
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+def report(extra="", **env):
+    """What a fresh process loads and skips with `env`: (loaded, skipped,
+    stdout, stderr), loaded and skipped keyed by path."""
+    r = run(REPORT + textwrap.dedent(extra), **env)
+    survived(r)
+    line = [x for x in r.stdout.splitlines() if x.startswith("REPORT")][-1]
+    data = json.loads(line[len("REPORT"):])
+    return ({p["path"]: p for p in data["loaded"]}, {s["path"]: s for s in data["skipped"]}, r.stdout, r.stderr)
+
+
+def names(loaded):
+    return {p["name"] for p in loaded.values()}
+
+
+def make_fifo(path):
+    os.mkfifo(path)
+    return str(path)
+
+
+def make_socket(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(path))
+    return s  # the caller keeps it open while the test runs
+
+
+# --- A: only regular files are opened, never blocking -------------------------
+
+
+def test_fifo_in_a_plugin_folder_is_skipped_not_waited_on(tmp_path):
+    fifo = make_fifo(tmp_path / "torchferry_fifo.so")
+    loaded, skipped, _, _ = report(TORCHFERRY_PLUGIN_PATH=tmp_path)
+    assert fifo in skipped, list(skipped)
+    reason = skipped[fifo]["reason"]
+    assert "torchferry_fifo.so" in reason and "is a FIFO (named pipe)" in reason, reason
+    assert "expected a regular file" in reason
+    assert "cpu" in names(loaded)
+
+
+def test_fifo_named_directly_on_the_path_is_skipped(tmp_path):
+    fifo = make_fifo(tmp_path / "pipe")
+    loaded, skipped, _, _ = report(TORCHFERRY_PLUGIN_PATH=fifo)
+    assert "is a FIFO (named pipe)" in skipped[fifo]["reason"], skipped
+    assert "cpu" in names(loaded)
+
+
+def test_socket_folder_and_device_are_skipped_saying_what_they_are(tmp_path):
+    sock = make_socket(tmp_path / "torchferry_sock.so")
+    try:
+        (tmp_path / "torchferry_dir.so").mkdir()
+        path = f"{tmp_path}:/dev/null"
+        loaded, skipped, _, _ = report(TORCHFERRY_PLUGIN_PATH=path)
+    finally:
+        sock.close()
+    assert "is a socket" in skipped[str(tmp_path / "torchferry_sock.so")]["reason"]
+    assert "is a folder" in skipped[str(tmp_path / "torchferry_dir.so")]["reason"]
+    assert "is a character device" in skipped["/dev/null"]["reason"]
+    assert "cpu" in names(loaded)
+
+
+# --- B: every path error says what the path is --------------------------------
+
+
+def test_symlink_loop_on_the_path_is_called_a_loop(tmp_path):
+    loop = tmp_path / "loop"
+    os.symlink("loop", loop)
+    loaded, skipped, _, stderr = report(TORCHFERRY_PLUGIN_PATH=loop)
+    reason = skipped[str(loop)]["reason"]
+    assert "is a symbolic link loop" in reason and "does not exist" not in reason, reason
+    assert "TORCHFERRY_PLUGIN_PATH" in reason
+    assert "is a symbolic link loop" in stderr  # warned on import, too
+    assert "cpu" in names(loaded)
+
+
+def test_path_errors_in_a_folder_and_on_the_path(tmp_path):
+    os.symlink("torchferry_loop.so", tmp_path / "torchferry_loop.so")
+    os.symlink(tmp_path / "gone.so", tmp_path / "torchferry_dangling.so")
+    a_file = tmp_path / "plain"
+    a_file.write_text("x")
+    missing = tmp_path / "missing"
+    path = ":".join(map(str, [tmp_path, missing, a_file / "below"]))
+    loaded, skipped, _, _ = report(TORCHFERRY_PLUGIN_PATH=path)
+    why = {os.path.basename(p): s["reason"] for p, s in skipped.items()}
+    assert "is a symbolic link loop" in why["torchferry_loop.so"], why
+    assert "is a symbolic link to something that does not exist" in why["torchferry_dangling.so"], why
+    assert "'" + str(missing) + "' does not exist" in why["missing"], why
+    assert "is not a folder" in why["below"], why
+    assert "cpu" in names(loaded)
