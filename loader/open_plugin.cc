@@ -82,17 +82,33 @@ OpenedPlugin OpenPlugin(const std::string& path) {
   return opened;
 }
 
-std::string InitPlugin(const tf_plugin* descriptor, const std::string& file,
+std::string InitPlugin(const OpenedPlugin& opened, const std::string& file,
                        tf_status* status) {
   *status = TF_OK;
-  if (descriptor->init == nullptr) return "";
-  ErrorSink sink;
-  *status = descriptor->init(&sink);
-  if (*status == TF_OK) return "";
+  const ValidationResult& v = opened.validation;
+  if (v.init != nullptr) {
+    ErrorSink sink;
+    *status = v.init(&sink);
+    if (*status != TF_OK) {
+      return fmt::format(
+          "{}: init of plugin '{}' failed with {}: {}", FileName(file), v.name,
+          StatusName(*status),
+          sink.message.empty() ? "(the plugin set no message)" : sink.message);
+    }
+  }
+  // The host keeps only what it copied at validation; a descriptor that no
+  // longer says the same breaks the ABI's promise, and whatever the plugin
+  // meant by the change, its kernels would not be the ones it now lists.
+  const std::string change =
+      DescriptorChange(v, opened.descriptor, FileName(file));
+  if (change.empty()) return "";
+  *status = TF_ERROR_INTERNAL;
   return fmt::format(
-      "{}: init of plugin '{}' failed with {}: {}", FileName(file),
-      descriptor->name, StatusName(*status),
-      sink.message.empty() ? "(the plugin set no message)" : sink.message);
+      "{}: plugin '{}' changed its descriptor {}: {}; a descriptor and "
+      "everything it points to must stay unchanged while the library is "
+      "loaded (abi/ABI.md, Loading); fix the plugin",
+      FileName(file), v.name,
+      v.init != nullptr ? "during init" : "after it was validated", change);
 }
 
 }  // namespace torchferry

@@ -5,7 +5,8 @@ never a hang, a crash or a silently wrong answer; anything that could hang or
 crash runs in a fresh interpreter with a timeout:
 
 - the plugin search path names a FIFO, a socket, a device, a folder where a
-  plugin file was expected, a symbolic link loop or a dangling link.
+  plugin file was expected, a symbolic link loop or a dangling link;
+- a plugin's init rewrites the descriptor the host validated.
 
 The synthetic plugins are compiled here from tests/plugins/*.c (the sources
 the Catch2 tests build too), so that this file needs no build folder.
@@ -185,3 +186,47 @@ def test_path_errors_in_a_folder_and_on_the_path(tmp_path):
     assert "'" + str(missing) + "' does not exist" in why["missing"], why
     assert "is not a folder" in why["below"], why
     assert "cpu" in names(loaded)
+
+
+# --- C: what the host keeps is what it validated -----------------------------
+
+
+@pytest.mark.parametrize(
+    "how, change",
+    [
+        ("fn", "it no longer validates: plugin 'initmutate': kernels[0] ('abs', cpu, float32): fn is NULL"),
+        ("fn_swap", "kernels[0].fn changed from 0x"),
+        ("kernel_data", "kernels[0].kernel_data changed from 0x"),
+        ("count", "the kernels changed from 1 to 2"),
+        ("op", "kernels[0] changed from (abs, cpu, float32) to (exp, cpu, float32)"),
+        ("name", "name changed from 'initmutate' to 'renamed'"),
+        ("version", "version changed from '0.0.1' to '6.6.6'"),
+    ],
+)
+def test_init_that_rewrites_its_descriptor_is_skipped(built, how, change):
+    plugin = built("initmutate")
+    # First on the path, initmutate would serve (abs, cpu, float32) before the
+    # cpu plugin; the call below would run whatever init left in kernels[0].
+    r = run(
+        """
+        import json, torch, torchferry
+        from torchferry import ops, plugins
+        x = torch.tensor([-1.5, 2.0, -3.0])
+        out = ops.abs(x)
+        print("RESULT" + json.dumps({
+            "abs": out.tolist(),
+            "serves": plugins.kernel_for("abs", "cpu", "float32"),
+            "skipped": plugins.skipped(),
+        }))
+        """,
+        TORCHFERRY_PLUGIN_PATH=plugin,
+        TF_TEST_INITMUTATE=how,
+    )
+    survived(r)
+    d = json.loads([x for x in r.stdout.splitlines() if x.startswith("RESULT")][-1][6:])
+    assert d["abs"] == [1.5, 2.0, 3.0]
+    assert d["serves"] == "cpu"
+    reason = [s["reason"] for s in d["skipped"] if s["path"] == plugin]
+    assert reason, d["skipped"]
+    assert "torchferry_initmutate.so: plugin 'initmutate' changed its descriptor during init" in reason[0]
+    assert change in reason[0], reason[0]

@@ -338,8 +338,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   std::set<std::tuple<int, int32_t, uint8_t, uint8_t>> keys;
   for (const torchferry::ValidatedKernel& v : r.kernels) {
-    const tf_kernel* k = v.kernel;
-    if (k->fn == nullptr) Broken("accepted a NULL kernel function");
+    const auto* k =
+        reinterpret_cast<const tf_kernel*>(kernels + v.index * stride);
+    if (v.fn == nullptr || v.fn != k->fn) {
+      Broken("accepted a NULL kernel function, or not the kernel's");
+    }
     if (v.op_index < 0 ||
         v.op_index >= static_cast<int>(torchferry::kOpNames.size()) ||
         torchferry::kOpNames[v.op_index] != k->op) {
