@@ -218,14 +218,16 @@ TEST_CASE("TORCHFERRY_PLUGINS selects before opening", "[discovery]") {
   }
   SECTION("everything but some") {
     Registry registry;
-    registry.Load({{dir}, "*,-good,-native2,-fallback*", LogLevel::kError});
+    registry.Load(
+        {{dir}, "*,-good,-native2,-fallback*,-latin1", LogLevel::kError});
     CHECK(LoadedNames(registry) ==
           std::vector<std::string>{"kernelerror", "newerminor"});
     CHECK(registry.FindPlugin("good") == nullptr);
   }
   SECTION("exclusions alone") {
     Registry registry;
-    registry.Load({{dir}, "-kernelerror,-newerminor", LogLevel::kError});
+    registry.Load(
+        {{dir}, "-kernelerror,-newerminor,-latin1", LogLevel::kError});
     CHECK(LoadedNames(registry) ==
           std::vector<std::string>{"fallback", "fallback2", "good", "native2"});
   }
@@ -234,7 +236,8 @@ TEST_CASE("TORCHFERRY_PLUGINS selects before opening", "[discovery]") {
     registry.Load({{dir}, "", LogLevel::kError});
     CHECK(LoadedNames(registry) ==
           std::vector<std::string>{"fallback", "fallback2", "good",
-                                   "kernelerror", "native2", "newerminor"});
+                                   "kernelerror", "latin1", "native2",
+                                   "newerminor"});
     CHECK(registry.skipped().size() == 20);
     CHECK(registry.Find("abs", TF_DEVICE_CPU, kF32)->plugin->name == "good");
   }

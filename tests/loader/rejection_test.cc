@@ -192,3 +192,25 @@ TEST_CASE("an init that rewrites the validated descriptor is refused",
     }
   }
 }
+
+TEST_CASE("text that is not UTF-8 is kept byte for byte", "[rejection]") {
+  SECTION("a version and a set_option message") {
+    Registry registry;
+    const Plugin* plugin = registry.LoadFile(Synthetic("latin1"));
+    REQUIRE(plugin != nullptr);
+    CHECK(plugin->version == "caf\xe9 1.0");
+    ErrorSink sink;
+    CHECK(registry.SetOption("latin1", "k", "v", &sink) ==
+          TF_ERROR_INVALID_ARGUMENT);
+    CHECK(sink.message == "option refus\xe9 (Latin-1 text)");
+  }
+  SECTION("an init failure message") {
+    ::setenv("TF_TEST_LATIN1_INIT", "fail", 1);
+    Registry registry;
+    CHECK(registry.LoadFile(Synthetic("latin1")) == nullptr);
+    ::unsetenv("TF_TEST_LATIN1_INIT");
+    REQUIRE(registry.skipped().size() == 1);
+    CHECK_THAT(registry.skipped()[0].reason,
+               Catch::EndsWith("no caf\xe9 machine found (\xff\xfe)"));
+  }
+}

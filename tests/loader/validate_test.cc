@@ -225,3 +225,15 @@ TEST_CASE("what validation copied stays, whatever the descriptor becomes",
                                  "mismatch"));
   }
 }
+
+TEST_CASE("text fields are kept byte for byte, UTF-8 or not", "[validate]") {
+  const tf_kernel k = Kernel("abs");
+  tf_plugin p = Descriptor("bytes", &k, 1);
+  p.version = "caf\xe9 \xff\xfe";
+  const ValidationResult r = ValidateDescriptor(&p, "mem");
+  REQUIRE(r.ok);
+  CHECK(r.version == "caf\xe9 \xff\xfe");
+  p.name = "caf\xe9";
+  CHECK_THAT(ValidateDescriptor(&p, "mem").error,
+             Catch::Contains("invalid plugin name 'caf\\xe9'"));
+}

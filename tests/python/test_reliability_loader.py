@@ -6,7 +6,9 @@ crash runs in a fresh interpreter with a timeout:
 
 - the plugin search path names a FIFO, a socket, a device, a folder where a
   plugin file was expected, a symbolic link loop or a dangling link;
-- a plugin's init rewrites the descriptor the host validated.
+- a plugin's init rewrites the descriptor the host validated;
+- loader text (folder and file names, a plugin's version, init and option
+  messages, TORCHFERRY_PLUGINS) that is not UTF-8.
 
 The synthetic plugins are compiled here from tests/plugins/*.c (the sources
 the Catch2 tests build too), so that this file needs no build folder.
@@ -230,3 +232,79 @@ def test_init_that_rewrites_its_descriptor_is_skipped(built, how, change):
     assert reason, d["skipped"]
     assert "torchferry_initmutate.so: plugin 'initmutate' changed its descriptor during init" in reason[0]
     assert change in reason[0], reason[0]
+
+
+# --- D: text that is not UTF-8 -----------------------------------------------
+
+LATIN1 = b"caf\xe9"
+
+
+def test_non_utf8_version_and_option_message(built):
+    plugin = built("latin1")
+    extra = """
+    try:
+        plugins.set_option("latin1", "k", "v")
+        print("OPTION accepted")
+    except ValueError as e:
+        print("OPTION ValueError " + json.dumps(str(e)))
+    except BaseException as e:
+        print("OPTION " + type(e).__name__ + " " + json.dumps(str(e)))
+    """
+    loaded, skipped, stdout, _ = report(extra, TORCHFERRY_PLUGIN_PATH=plugin)
+    assert loaded[plugin]["version"] == "caf\\xe9 1.0"
+    option = [x for x in stdout.splitlines() if x.startswith("OPTION")][-1]
+    assert option.startswith("OPTION ValueError "), option
+    message = json.loads(option[len("OPTION ValueError "):])
+    assert "latin1" in message and "refus\\xe9" in message, message
+    info_text = run("import sys; from torchferry import cli; sys.exit(cli.main(['info']))", TORCHFERRY_PLUGIN_PATH=plugin)
+    survived(info_text)
+    assert "latin1 caf\\xe9 1.0" in info_text.stdout
+
+
+def test_non_utf8_init_failure_is_skipped_with_its_message(built):
+    plugin = built("latin1")
+    loaded, skipped, _, _ = report(TORCHFERRY_PLUGIN_PATH=plugin, TF_TEST_LATIN1_INIT="fail")
+    assert plugin not in loaded
+    assert "no caf\\xe9 machine found (\\xff\\xfe)" in skipped[plugin]["reason"], skipped[plugin]
+
+
+def test_non_utf8_folder_and_file_names(built, tmp_path):
+    folder = os.path.join(os.fsencode(tmp_path), LATIN1)
+    os.mkdir(folder)
+    shutil.copy(built("good"), os.path.join(folder, b"torchferry_good.so"))
+    with open(os.path.join(folder, b"torchferry_" + LATIN1 + b".so"), "wb") as f:
+        f.write(b"not a library\n")
+    loaded, skipped, _, _ = report(TORCHFERRY_PLUGIN_PATH=folder)
+    shown = str(tmp_path) + "/caf\\xe9"
+    assert shown + "/torchferry_good.so" in loaded, list(loaded)
+    junk = skipped[shown + "/torchferry_caf\\xe9.so"]
+    assert "torchferry_caf\\xe9.so: cannot load the library" in junk["reason"], junk
+
+
+def test_non_utf8_selection(built):
+    loaded, skipped, _, _ = report(TORCHFERRY_PLUGINS=LATIN1)
+    assert not loaded
+    assert skipped and all("TORCHFERRY_PLUGINS='caf\\xe9'" in s["reason"] for s in skipped.values()), skipped
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_info_survives_non_utf8_everywhere(built, tmp_path, as_json):
+    folder = os.path.join(os.fsencode(tmp_path), LATIN1)
+    os.mkdir(folder)
+    shutil.copy(built("latin1"), os.path.join(folder, b"torchferry_latin1.so"))
+    env = clean_env()
+    env["TORCHFERRY_PLUGIN_PATH"] = folder
+    env["TORCHFERRY_PLUGINS"] = b"latin1,cpu," + LATIN1
+    r = subprocess.run(
+        [sys.executable, "-m", "torchferry", "info"] + (["--json"] if as_json else []),
+        env=env, capture_output=True, timeout=TIMEOUT,
+    )  # fmt: skip
+    survived(r)
+    text = r.stdout.decode("utf-8")  # whatever the input, the output is UTF-8
+    if as_json:
+        data = json.loads(text)
+        assert {p["name"] for p in data["plugins"]} >= {"latin1", "cpu"}
+        assert data["plugin_search"]["TORCHFERRY_PLUGINS"] == "latin1,cpu,caf\\xe9"
+    else:
+        assert "latin1 caf\\xe9 1.0" in text and "caf\\xe9/torchferry_latin1.so" in text
+        assert "TORCHFERRY_PLUGINS=latin1,cpu,caf\\xe9" in text
