@@ -8,7 +8,8 @@ crash runs in a fresh interpreter with a timeout:
   plugin file was expected, a symbolic link loop or a dangling link;
 - a plugin's init rewrites the descriptor the host validated;
 - loader text (folder and file names, a plugin's version, init and option
-  messages, TORCHFERRY_PLUGINS) that is not UTF-8.
+  messages, TORCHFERRY_PLUGINS) that is not UTF-8;
+- negative strides (numpy views) reaching the ATen fallback.
 
 The synthetic plugins are compiled here from tests/plugins/*.c (the sources
 the Catch2 tests build too), so that this file needs no build folder.
@@ -308,3 +309,50 @@ def test_info_survives_non_utf8_everywhere(built, tmp_path, as_json):
     else:
         assert "latin1 caf\\xe9 1.0" in text and "caf\\xe9/torchferry_latin1.so" in text
         assert "TORCHFERRY_PLUGINS=latin1,cpu,caf\\xe9" in text
+
+
+# --- E: negative strides through the ATen fallback -----------------------------
+
+NEGATIVE_STRIDES = """
+import json
+import numpy as np
+import torch, torchferry
+from torchferry import ops, plugins
+results = {}
+def check(name, got, want):
+    results[name] = bool(np.array_equal(got, want)) or f"{got.tolist()} != {want.tolist()}"
+x8 = np.arange(-5, 5, dtype=np.int8)[::-1]
+out = np.zeros(10, np.int8)
+ops.abs(x8, out=out)
+check("abs int8 reversed", out, np.abs(x8))
+u8 = np.arange(10, dtype=np.uint8)[::-1]
+out = np.zeros(10, np.uint8)
+ops.add(u8, np.arange(10, dtype=np.uint8), out=out)
+check("add uint8 reversed", out, u8 + np.arange(10, dtype=np.uint8))
+m = np.arange(24, dtype=np.int16).reshape(4, 6)[::-1, ::-2]
+out = np.zeros(m.shape, np.int16)
+ops.neg(m, out=out)
+check("neg int16 2-D, both dims reversed", out, -m)
+buf = np.zeros(10, np.int8)
+ops.abs(x8, out=buf[::-1])
+check("abs int8 into a reversed out", buf[::-1], np.abs(x8))
+same = np.arange(-4, 4, dtype=np.int8)[::-1].copy()[::-1]
+ref = np.abs(same)
+ops.abs(same, out=same)
+check("abs int8 in place on a reversed view", same, ref)
+empty = np.zeros((0, 3), np.int8)[:, ::-1]
+ops.abs(empty, out=np.zeros((0, 3), np.int8))
+results["empty reversed"] = True
+results["serves"] = plugins.kernel_for("abs", "cpu", "int8")
+print("RESULT" + json.dumps(results))
+"""
+
+
+@pytest.mark.skipif(not ATEN_INSTALLED, reason="this build has no ATen plugin (-Daten=disabled)")
+@pytest.mark.parametrize("strategy", ["source", "from_blob", "pool"])
+def test_negative_strides_reach_aten_and_compute_right(strategy):
+    r = run(NEGATIVE_STRIDES, TORCHFERRY_ATEN_STRATEGY=strategy)
+    survived(r)
+    d = json.loads([x for x in r.stdout.splitlines() if x.startswith("RESULT")][-1][6:])
+    assert d.pop("serves") == "aten"
+    assert all(v is True for v in d.values()), d
