@@ -9,7 +9,8 @@ crash runs in a fresh interpreter with a timeout:
 - a plugin's init rewrites the descriptor the host validated;
 - loader text (folder and file names, a plugin's version, init and option
   messages, TORCHFERRY_PLUGINS) that is not UTF-8;
-- negative strides (numpy views) reaching the ATen fallback.
+- negative strides (numpy views) reaching the ATen fallback;
+- a misspelt TORCHFERRY_CPU_ISA.
 
 The synthetic plugins are compiled here from tests/plugins/*.c (the sources
 the Catch2 tests build too), so that this file needs no build folder.
@@ -356,3 +357,23 @@ def test_negative_strides_reach_aten_and_compute_right(strategy):
     d = json.loads([x for x in r.stdout.splitlines() if x.startswith("RESULT")][-1][6:])
     assert d.pop("serves") == "aten"
     assert all(v is True for v in d.values()), d
+
+
+# --- F: TORCHFERRY_CPU_ISA ------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["Baseline", "BASELINE", " baseline", "avx2"])
+def test_misspelt_cpu_isa_is_warned_about(value):
+    r = run("import torch, torchferry; from torchferry import ops; print(ops.abs(torch.tensor([-2.0])).item())",
+            TORCHFERRY_CPU_ISA=value)  # fmt: skip
+    survived(r)
+    assert r.stdout.strip().endswith("2.0")
+    assert f"torchferry: [cpu] TORCHFERRY_CPU_ISA='{value}' is not an instruction-set choice" in r.stderr, r.stderr
+    assert "expected 'baseline' or unset" in r.stderr
+
+
+@pytest.mark.parametrize("value", ["baseline", ""])
+def test_valid_cpu_isa_is_quiet(value):
+    r = run("import torchferry", TORCHFERRY_CPU_ISA=value)
+    survived(r)
+    assert "TORCHFERRY_CPU_ISA" not in r.stderr, r.stderr
