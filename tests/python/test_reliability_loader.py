@@ -10,7 +10,8 @@ crash runs in a fresh interpreter with a timeout:
 - loader text (folder and file names, a plugin's version, init and option
   messages, TORCHFERRY_PLUGINS) that is not UTF-8;
 - negative strides (numpy views) reaching the ATen fallback;
-- a misspelt TORCHFERRY_CPU_ISA.
+- a misspelt TORCHFERRY_CPU_ISA;
+- and a randomised plugin folder mixing all of the above.
 
 The synthetic plugins are compiled here from tests/plugins/*.c (the sources
 the Catch2 tests build too), so that this file needs no build folder.
@@ -123,9 +124,17 @@ def make_fifo(path):
 
 
 def make_socket(path):
+    """A bound AF_UNIX socket at `path`; the caller keeps it open while the
+    test runs. Bound by its name from inside its folder: a socket address
+    holds at most 107 bytes, which a deep temporary folder can pass."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.bind(str(path))
-    return s  # the caller keeps it open while the test runs
+    before = os.getcwd()
+    os.chdir(os.path.dirname(str(path)))
+    try:
+        s.bind(os.path.basename(str(path)))
+    finally:
+        os.chdir(before)
+    return s
 
 
 # --- A: only regular files are opened, never blocking -------------------------
@@ -377,3 +386,85 @@ def test_valid_cpu_isa_is_quiet(value):
     r = run("import torchferry", TORCHFERRY_CPU_ISA=value)
     survived(r)
     assert "TORCHFERRY_CPU_ISA" not in r.stderr, r.stderr
+
+
+# --- G: a randomised plugin folder ----------------------------------------------
+
+ENTRY_KINDS = ("good", "regular_junk", "empty", "truncated_elf", "fifo", "socket", "symlink_good",
+               "symlink_loop", "symlink_dangling", "folder", "latin1_name", "initmutate")  # fmt: skip
+
+
+def _populate(folder, kinds, built, rng, sockets):
+    """One entry of each kind in `kinds` (a kind may repeat), with names that
+    sort in random order. Returns {basename: kind}."""
+    good = built("good")
+    made = {}
+    for i, kind in enumerate(kinds):
+        stem = f"r{rng.randrange(1 << 30):08x}_{i}"
+        name = f"torchferry_{stem}.so"
+        path = os.path.join(folder, name)
+        if kind == "good":
+            # Same plugin name each time: the second copy is "already loaded".
+            shutil.copy(good, path)
+        elif kind == "regular_junk":
+            with open(path, "wb") as f:
+                f.write(bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300))))
+        elif kind == "empty":
+            open(path, "wb").close()
+        elif kind == "truncated_elf":
+            with open(good, "rb") as f:
+                data = f.read()
+            with open(path, "wb") as f:
+                f.write(data[: rng.randrange(16, min(len(data), 4096))])
+        elif kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "socket":
+            sockets.append(make_socket(path))
+        elif kind == "symlink_good":
+            os.symlink(good, path)
+        elif kind == "symlink_loop":
+            os.symlink(name, path)
+        elif kind == "symlink_dangling":
+            os.symlink(os.path.join(folder, "nothing_here"), path)
+        elif kind == "folder":
+            os.mkdir(path)
+        elif kind == "latin1_name":
+            name = f"torchferry_{stem}\udce9.so"  # the byte 0xe9 as a file name
+            shutil.copy(built("latin1"), os.path.join(folder, name))
+        elif kind == "initmutate":
+            shutil.copy(built("initmutate"), path)
+        made[name] = kind
+    return made
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_plugin_folder_loads_without_hanging_or_crashing(built, tmp_path, seed):
+    rng = random.Random(seed)
+    kinds = [rng.choice(ENTRY_KINDS) for _ in range(rng.randrange(3, 10))]
+    if seed == 0:
+        kinds = list(ENTRY_KINDS)  # every kind at least once
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    sockets = []
+    try:
+        made = _populate(str(folder), kinds, built, rng, sockets)
+        # The folder, and some of its entries named directly, in random order.
+        direct = [str(folder / n) for n in made if rng.random() < 0.3 and "\udce9" not in n]
+        entries = [str(folder)] + direct
+        rng.shuffle(entries)
+        path = os.fsencode(":".join(entries))
+        loaded, skipped, _, _ = report(TORCHFERRY_PLUGIN_PATH=path, TORCHFERRY_LOG="off")
+    finally:
+        for s in sockets:
+            s.close()
+    assert "cpu" in names(loaded)
+    seen = set(loaded) | set(skipped)
+    for name, kind in made.items():
+        shown = str(folder / name).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        assert shown in seen, (kind, shown, sorted(seen))
+        if kind in ("regular_junk", "empty", "truncated_elf", "fifo", "socket", "symlink_loop",
+                    "symlink_dangling", "folder", "initmutate"):  # fmt: skip
+            assert shown in skipped and skipped[shown]["reason"], (kind, shown)
+            assert shown not in loaded
+    for p in loaded.values():
+        assert p["name"] in ("cpu", "good", "latin1", "example_c", "aten", "cuda"), p
