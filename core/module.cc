@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <string_view>
 
 #include "core/bridge.h"
 #include "core/checks.h"
@@ -183,60 +184,104 @@ PyObject* TimeBridge(PyObject*, PyObject* args) {
 
 // --- plugins -----------------------------------------------------------------
 
+// Loader text is bytes from the file system, the environment and plugins
+// (folder and file names, a plugin's version, its init and option messages,
+// TORCHFERRY_PLUGINS), and need not be UTF-8. It crosses into Python here
+// only, decoded with backslashreplace: b"caf\xe9" reads 'caf\\xe9'. Fails
+// only when memory runs out.
+PyObject* LoaderText(std::string_view text) {
+  return PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()),
+                              "backslashreplace");
+}
+
+// dict[key] = value, taking over the reference; false with the exception set
+// when value is NULL (it failed) or the dict cannot take it.
+bool Put(PyObject* dict, const char* key, PyObject* value) {
+  if (value == nullptr) return false;
+  const int rc = PyDict_SetItemString(dict, key, value);
+  Py_DECREF(value);
+  return rc == 0;
+}
+
+// list.append(item), taking over the reference; false as for Put.
+bool Append(PyObject* list, PyObject* item) {
+  if (item == nullptr) return false;
+  const int rc = PyList_Append(list, item);
+  Py_DECREF(item);
+  return rc == 0;
+}
+
+// Builds a list with one dict per element, filled by fill(dict, element);
+// NULL with the exception set when anything fails.
+template <typename Items, typename Fill>
+PyObject* DictList(const Items& items, const Fill& fill) {
+  PyObject* list = PyList_New(0);
+  if (list == nullptr) return nullptr;
+  for (const auto& item : items) {
+    PyObject* dict = PyDict_New();
+    if (dict != nullptr && !fill(dict, item)) Py_CLEAR(dict);
+    if (!Append(list, dict)) {  // takes dict over
+      Py_DECREF(list);
+      return nullptr;
+    }
+  }
+  return list;
+}
+
 PyObject* KernelList(const std::vector<KernelInfo>& kernels) {
   PyObject* list = PyList_New(0);
+  if (list == nullptr) return nullptr;
   for (const KernelInfo& k : kernels) {
-    PyObject* item =
-        Py_BuildValue("(sss)", k.op.c_str(), DeviceName(k.device_type).c_str(),
-                      DtypeName(k.dtype).c_str());
-    PyList_Append(list, item);
-    Py_DECREF(item);
+    PyObject* op = LoaderText(k.op);
+    PyObject* device = LoaderText(DeviceName(k.device_type));
+    PyObject* dtype = LoaderText(DtypeName(k.dtype));
+    PyObject* item = op != nullptr && device != nullptr && dtype != nullptr
+                         ? PyTuple_Pack(3, op, device, dtype)
+                         : nullptr;
+    Py_XDECREF(op);
+    Py_XDECREF(device);
+    Py_XDECREF(dtype);
+    if (!Append(list, item)) {
+      Py_DECREF(list);
+      return nullptr;
+    }
   }
   return list;
 }
 
 PyObject* Plugins(PyObject*, PyObject*) {
   if (!EnsureInitialized()) return nullptr;
-  PyObject* list = PyList_New(0);
-  for (const auto& p : g_registry->plugins()) {
-    PyObject* item = Py_BuildValue(
-        "{s:s,s:s,s:s,s:s,s:s,s:N}", "name", p->name.c_str(), "version",
-        p->version.c_str(), "path", p->path.c_str(), "kind",
-        p->kind == TF_PLUGIN_NATIVE ? "native" : "fallback", "abi",
-        fmt::format("{}.{}", p->abi_major, p->abi_minor).c_str(), "kernels",
-        KernelList(p->kernels));
-    PyList_Append(list, item);
-    Py_DECREF(item);
-  }
-  return list;
+  return DictList(g_registry->plugins(), [](PyObject* d, const auto& p) {
+    return Put(d, "name", LoaderText(p->name)) &&
+           Put(d, "version", LoaderText(p->version)) &&
+           Put(d, "path", LoaderText(p->path)) &&
+           Put(d, "kind",
+               LoaderText(p->kind == TF_PLUGIN_NATIVE ? "native"
+                                                      : "fallback")) &&
+           Put(d, "abi",
+               LoaderText(fmt::format("{}.{}", p->abi_major, p->abi_minor))) &&
+           Put(d, "kernels", KernelList(p->kernels));
+  });
 }
 
 PyObject* Skipped(PyObject*, PyObject*) {
   if (!EnsureInitialized()) return nullptr;
-  PyObject* list = PyList_New(0);
-  for (const auto& s : g_registry->skipped()) {
-    PyObject* item =
-        Py_BuildValue("{s:s,s:s,s:s}", "path", s.path.c_str(), "name",
-                      s.name.c_str(), "reason", s.reason.c_str());
-    PyList_Append(list, item);
-    Py_DECREF(item);
-  }
-  return list;
+  return DictList(g_registry->skipped(), [](PyObject* d, const auto& s) {
+    return Put(d, "path", LoaderText(s.path)) &&
+           Put(d, "name", LoaderText(s.name)) &&
+           Put(d, "reason", LoaderText(s.reason));
+  });
 }
 
 PyObject* Shadowed(PyObject*, PyObject*) {
   if (!EnsureInitialized()) return nullptr;
-  PyObject* list = PyList_New(0);
-  for (const auto& s : g_registry->shadowed()) {
-    PyObject* item =
-        Py_BuildValue("{s:s,s:s,s:s,s:s,s:s}", "op", s.kernel.op.c_str(),
-                      "device", DeviceName(s.kernel.device_type).c_str(),
-                      "dtype", DtypeName(s.kernel.dtype).c_str(), "loser",
-                      s.loser.c_str(), "winner", s.winner.c_str());
-    PyList_Append(list, item);
-    Py_DECREF(item);
-  }
-  return list;
+  return DictList(g_registry->shadowed(), [](PyObject* d, const auto& s) {
+    return Put(d, "op", LoaderText(s.kernel.op)) &&
+           Put(d, "device", LoaderText(DeviceName(s.kernel.device_type))) &&
+           Put(d, "dtype", LoaderText(DtypeName(s.kernel.dtype))) &&
+           Put(d, "loser", LoaderText(s.loser)) &&
+           Put(d, "winner", LoaderText(s.winner));
+  });
 }
 
 // Which plugin serves (op, device, dtype) now: what a call would pick.
@@ -261,7 +306,7 @@ PyObject* KernelFor(PyObject*, PyObject* args) {
       const KernelEntry* k = Dispatcher::Get().Find(static_cast<OpId>(i), dev,
                                                     static_cast<DtypeIndex>(d));
       if (k == nullptr) Py_RETURN_NONE;
-      return PyUnicode_FromString(k->plugin->name.c_str());
+      return LoaderText(k->plugin->name);
     }
     return RaiseError(PyExc_ValueError,
                       fmt::format("unknown dtype '{}'", dtype)),
@@ -276,11 +321,21 @@ PyObject* SetPluginOption(PyObject*, PyObject* args) {
   if (!PyArg_ParseTuple(args, "sss", &plugin, &key, &value)) return nullptr;
   if (!EnsureInitialized()) return nullptr;
   ErrorSink sink;
-  if (g_registry->SetOption(plugin, key, value, &sink) != TF_OK) {
-    RaiseError(PyExc_ValueError, sink.message);
-    return nullptr;
+  if (g_registry->SetOption(plugin, key, value, &sink) == TF_OK) {
+    Py_RETURN_NONE;
   }
-  Py_RETURN_NONE;
+  // The plugin's own message (its set_option ran) gets its name in front, as
+  // a kernel's does; the registry's messages name the plugin already.
+  const Plugin* found = g_registry->FindPlugin(plugin);
+  const bool from_plugin = found != nullptr && found->set_option != nullptr;
+  PyObject* message =
+      LoaderText(from_plugin ? fmt::format("{}: {}", found->name, sink.message)
+                             : sink.message);
+  if (message != nullptr) {
+    PyErr_SetObject(PyExc_ValueError, message);
+    Py_DECREF(message);
+  }
+  return nullptr;
 }
 
 PyObject* LoadSeconds(PyObject*, PyObject*) {

@@ -1,6 +1,7 @@
 #include "loader/discovery.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fmt/format.h>
 #include <fnmatch.h>
 #include <sys/stat.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "loader/file_kind.h"
 #include "loader/loader.h"
 #include "loader/log.h"
 
@@ -36,15 +38,16 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-bool IsRegularFile(const std::string& path) {
-  struct stat info;  // stat, not lstat: a symlink to a plugin is a plugin
-  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
-}
-
-std::vector<std::string> PluginFilesIn(const std::string& folder) {
+// Every name of the plugin pattern, whatever it is: opening it says what it
+// is (a FIFO or a folder of that name is reported, not skipped in silence).
+// Empty with `*error` set when the folder cannot be read.
+std::vector<std::string> PluginFilesIn(const std::string& folder, int* error) {
   std::vector<std::string> names;
   DIR* dir = ::opendir(folder.c_str());
-  if (dir == nullptr) return names;
+  if (dir == nullptr) {
+    *error = errno;
+    return names;
+  }
   while (const dirent* entry = ::readdir(dir)) {
     std::string_view name = entry->d_name;
     if (name.size() > kFilePrefix.size() + kFileSuffix.size() &&
@@ -56,9 +59,7 @@ std::vector<std::string> PluginFilesIn(const std::string& folder) {
   std::sort(names.begin(), names.end());
   std::vector<std::string> files;
   for (const std::string& name : names) {
-    std::string path =
-        folder.back() == '/' ? folder + name : folder + "/" + name;
-    if (IsRegularFile(path)) files.push_back(std::move(path));
+    files.push_back(folder.back() == '/' ? folder + name : folder + "/" + name);
   }
   return files;
 }
@@ -78,21 +79,37 @@ std::vector<std::string> SplitSearchPath(std::string_view path_list) {
 }
 
 std::vector<std::string> ListPluginFiles(
-    const std::vector<std::string>& search_path) {
+    const std::vector<std::string>& search_path,
+    std::vector<Skipped>* unusable) {
   std::vector<std::string> files;
+  auto refuse = [&](const std::string& entry, const std::string& what) {
+    std::string reason = fmt::format(
+        "plugin search path entry '{}' {}; expected a folder or a plugin "
+        "file; check TORCHFERRY_PLUGIN_PATH",
+        entry, what);
+    if (unusable != nullptr) {
+      unusable->push_back({entry, "", std::move(reason)});
+    } else {
+      Log(LogLevel::kWarn, "loader", reason);
+    }
+  };
   for (const std::string& entry : search_path) {
     struct stat info;
     if (entry.empty()) continue;
+    // stat only tells a folder from the rest; a file entry is opened (and
+    // judged) without blocking by OpenPlugin, whatever it turns out to be.
     if (::stat(entry.c_str(), &info) != 0) {
-      Log(LogLevel::kWarn, "loader",
-          fmt::format("plugin search path entry '{}' does not exist; "
-                      "expected a folder or a plugin file; check "
-                      "TORCHFERRY_PLUGIN_PATH",
-                      entry));
+      refuse(entry, DescribePathError(entry, errno));
       continue;
     }
     if (S_ISDIR(info.st_mode)) {
-      std::vector<std::string> found = PluginFilesIn(entry);
+      int error = 0;
+      std::vector<std::string> found = PluginFilesIn(entry, &error);
+      if (error != 0) {
+        refuse(entry,
+               "is a folder that cannot be listed (" + ErrnoText(error) + ")");
+        continue;
+      }
       Log(LogLevel::kDebug, "loader",
           fmt::format("{} plugin file(s) in '{}'", found.size(), entry));
       files.insert(files.end(), found.begin(), found.end());

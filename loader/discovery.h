@@ -11,11 +11,18 @@ namespace torchferry {
 // Splits a colon-separated path list, dropping empty entries.
 std::vector<std::string> SplitSearchPath(std::string_view path_list);
 
-// The files to try, in search order: a folder contributes its
-// `torchferry_*.so` regular files sorted by name, a file entry is taken as
-// is. An entry that does not exist is logged (warn) and skipped.
+struct Skipped;
+
+// The files to try, in search order: a folder contributes every entry named
+// `torchferry_*.so`, sorted by name, and a file entry is taken as is. What
+// each of them is gets checked when it is opened (open_plugin.h): a FIFO, a
+// socket or a folder of that name is skipped there with its reason, never
+// left out in silence. An entry that cannot be used at all (it does not
+// exist, is a symbolic link loop, cannot be listed) is added to `*unusable`
+// with its reason, or logged (warn) when `unusable` is NULL.
 std::vector<std::string> ListPluginFiles(
-    const std::vector<std::string>& search_path);
+    const std::vector<std::string>& search_path,
+    std::vector<Skipped>* unusable = nullptr);
 
 // The name a plugin is selected by: the file's name without its folder,
 // without ".so" and without the "torchferry_" prefix.

@@ -2,19 +2,35 @@
 
 #include <elf.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstring>
-#include <fstream>
 
 namespace torchferry {
+namespace {
 
-std::string CheckElfSegmentsInFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary | std::ios::ate);
-  if (!file) return "";  // dlopen reports unreadable files
-  const auto size = static_cast<uint64_t>(file.tellg());
+// Reads exactly `size` bytes at `offset`; false on a short read or an error.
+bool ReadAt(int fd, uint64_t offset, void* out, size_t size) {
+  auto* bytes = static_cast<unsigned char*>(out);
+  while (size > 0) {
+    const ssize_t n = ::pread(fd, bytes, size, static_cast<off_t>(offset));
+    if (n <= 0) return false;
+    bytes += n;
+    offset += static_cast<uint64_t>(n);
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string CheckElfSegments(int fd) {
+  struct stat info;
+  if (::fstat(fd, &info) != 0) return "";  // dlopen reports unreadable files
+  const auto size = static_cast<uint64_t>(info.st_size);
   Elf64_Ehdr header;
-  file.seekg(0);
-  if (!file.read(reinterpret_cast<char*>(&header), sizeof(header)) ||
+  if (!ReadAt(fd, 0, &header, sizeof(header)) ||
       std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
       header.e_ident[EI_CLASS] != ELFCLASS64 ||
       header.e_phentsize != sizeof(Elf64_Phdr)) {
@@ -28,10 +44,10 @@ std::string CheckElfSegmentsInFile(const std::string& path) {
         "expected a complete shared library (was the copy cut short?)",
         table_end, size);
   }
-  file.seekg(static_cast<std::streamoff>(header.e_phoff));
   for (int i = 0; i < header.e_phnum; ++i) {
     Elf64_Phdr segment;
-    if (!file.read(reinterpret_cast<char*>(&segment), sizeof(segment))) {
+    if (!ReadAt(fd, header.e_phoff + uint64_t(i) * sizeof(Elf64_Phdr), &segment,
+                sizeof(segment))) {
       return "the ELF program headers could not be read";
     }
     if (segment.p_type != PT_LOAD) continue;

@@ -9,8 +9,10 @@
 
 namespace torchferry {
 
-// "" when the file is not a 64-bit ELF (dlopen will explain) or when every
-// loadable segment lies within it; otherwise what is wrong.
-std::string CheckElfSegmentsInFile(const std::string& path);
+// `fd` is an open regular file (file_kind.h's RegularFile). "" when the file
+// is not a 64-bit ELF (dlopen will explain) or when every loadable segment
+// lies within it; otherwise what is wrong. Reads with pread, so the
+// descriptor's offset does not matter.
+std::string CheckElfSegments(int fd);
 
 }  // namespace torchferry

@@ -56,7 +56,11 @@ struct Plugin {
   uint32_t abi_minor;
   std::vector<KernelInfo> kernels;
   void* dl_handle;  // never closed: kernels may be running until exit
+  // What the plugin's entry returned. The host reads nothing from it after
+  // loading: what it needs (kernels, set_option) was copied at validation.
   const tf_plugin* descriptor;
+  tf_status (*set_option)(const char* key, const char* value,
+                          void* error_sink);  // copied; NULL: no options
 };
 
 // A plugin file that was not loaded, and why: what was expected, what was

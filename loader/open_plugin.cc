@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "loader/elf_check.h"
+#include "loader/file_kind.h"
 #include "loader/known_values.h"
 #include "loader/loader.h"
 #include "loader/log.h"
@@ -31,11 +32,25 @@ std::string LastDlerror() {
 OpenedPlugin OpenPlugin(const std::string& path) {
   OpenedPlugin opened;
   const std::string file = FileName(path);
-  std::string truncated = CheckElfSegmentsInFile(path);
-  if (!truncated.empty()) {
-    opened.error =
-        fmt::format("{}: cannot load the library: {}", file, truncated);
-    return opened;
+  {
+    // dlopen opens the path again: someone able to swap the file in between
+    // can as well put any code there, so this guards against accidents (a
+    // FIFO, a folder, a cut-short copy), not against the folder's owner.
+    const RegularFile regular(path);
+    if (!regular.ok()) {
+      opened.error = fmt::format(
+          "{}: cannot load the library: {} {}; expected a regular file "
+          "holding a shared library (check TORCHFERRY_PLUGIN_PATH and what "
+          "the plugin folders hold)",
+          file, path, regular.problem());
+      return opened;
+    }
+    const std::string truncated = CheckElfSegments(regular.fd());
+    if (!truncated.empty()) {
+      opened.error =
+          fmt::format("{}: cannot load the library: {}", file, truncated);
+      return opened;
+    }
   }
   ::dlerror();  // clear a stale message so the one we report is ours
   opened.dl_handle = ::dlopen(DlopenPath(path).c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -67,17 +82,33 @@ OpenedPlugin OpenPlugin(const std::string& path) {
   return opened;
 }
 
-std::string InitPlugin(const tf_plugin* descriptor, const std::string& file,
+std::string InitPlugin(const OpenedPlugin& opened, const std::string& file,
                        tf_status* status) {
   *status = TF_OK;
-  if (descriptor->init == nullptr) return "";
-  ErrorSink sink;
-  *status = descriptor->init(&sink);
-  if (*status == TF_OK) return "";
+  const ValidationResult& v = opened.validation;
+  if (v.init != nullptr) {
+    ErrorSink sink;
+    *status = v.init(&sink);
+    if (*status != TF_OK) {
+      return fmt::format(
+          "{}: init of plugin '{}' failed with {}: {}", FileName(file), v.name,
+          StatusName(*status),
+          sink.message.empty() ? "(the plugin set no message)" : sink.message);
+    }
+  }
+  // The host keeps only what it copied at validation; a descriptor that no
+  // longer says the same breaks the ABI's promise, and whatever the plugin
+  // meant by the change, its kernels would not be the ones it now lists.
+  const std::string change =
+      DescriptorChange(v, opened.descriptor, FileName(file));
+  if (change.empty()) return "";
+  *status = TF_ERROR_INTERNAL;
   return fmt::format(
-      "{}: init of plugin '{}' failed with {}: {}", FileName(file),
-      descriptor->name, StatusName(*status),
-      sink.message.empty() ? "(the plugin set no message)" : sink.message);
+      "{}: plugin '{}' changed its descriptor {}: {}; a descriptor and "
+      "everything it points to must stay unchanged while the library is "
+      "loaded (abi/ABI.md, Loading); fix the plugin",
+      FileName(file), v.name,
+      v.init != nullptr ? "during init" : "after it was validated", change);
 }
 
 }  // namespace torchferry

@@ -23,10 +23,11 @@ struct OpenedPlugin {
 // have run code whose teardown would be unsafe.
 OpenedPlugin OpenPlugin(const std::string& path);
 
-// Calls the descriptor's init (when there is one); returns "" on success, or
-// why not, with the message the plugin set.
+// Calls the init that validation copied (when there is one), then checks
+// that the descriptor still says what was validated; returns "" on success,
+// or why not: the message the plugin set, or what changed in the descriptor.
 // `status` receives what init returned (TF_OK when there is no init).
-std::string InitPlugin(const tf_plugin* descriptor, const std::string& file,
+std::string InitPlugin(const OpenedPlugin& opened, const std::string& file,
                        tf_status* status);
 
 }  // namespace torchferry

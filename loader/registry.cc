@@ -61,7 +61,13 @@ void Registry::Load(const LoaderOptions& options) {
   // LoadFile catches what one plugin can throw; only a full heap gets past it
   // to here, and loading fewer plugins beats failing the caller's import.
   try {
-    for (const std::string& path : ListPluginFiles(options.search_path)) {
+    std::vector<Skipped> unusable;
+    const std::vector<std::string> files =
+        ListPluginFiles(options.search_path, &unusable);
+    for (const Skipped& entry : unusable) {
+      impl_->Skip(entry.path, entry.name, entry.reason);
+    }
+    for (const std::string& path : files) {
       const std::string stem = PluginStem(path);
       if (!IsSelected(options.selection, stem)) {
         impl_->Skip(path, "",
@@ -116,7 +122,7 @@ const Plugin* Registry::Impl::LoadFileOrSkip(const std::string& path) {
   }
   for (const std::string& note : v.notes) Log(LogLevel::kDebug, "loader", note);
   tf_status init_status;
-  std::string init_error = InitPlugin(opened.descriptor, path, &init_status);
+  std::string init_error = InitPlugin(opened, path, &init_status);
   if (!init_error.empty()) {
     // A backend whose device is absent (no GPU, no driver) is the normal
     // case on most machines: `info` lists it, but it does not warn on every
@@ -135,9 +141,10 @@ const Plugin* Registry::Impl::LoadFileOrSkip(const std::string& path) {
   plugin->abi_minor = v.abi_minor;
   plugin->dl_handle = opened.dl_handle;
   plugin->descriptor = opened.descriptor;
+  plugin->set_option = v.set_option;
   for (const ValidatedKernel& k : v.kernels) {
-    plugin->kernels.push_back({std::string(kOpNames[k.op_index]),
-                               k.kernel->device_type, k.kernel->dtype});
+    plugin->kernels.push_back(
+        {std::string(kOpNames[k.op_index]), k.device_type, k.dtype});
   }
   plugins.push_back(std::move(plugin));
   const Plugin& loaded = *plugins.back();
@@ -156,7 +163,7 @@ void Registry::Impl::Register(const Plugin& plugin,
     const ValidatedKernel& k = validation.kernels[i];
     const KernelInfo& info = plugin.kernels[i];
     const uint64_t key = KernelKey(k.op_index, info.device_type, info.dtype);
-    const KernelEntry entry{k.kernel->fn, k.kernel->kernel_data, &plugin};
+    const KernelEntry entry{k.fn, k.kernel_data, &plugin};
     auto [it, inserted] = table.emplace(key, entry);
     if (inserted) continue;
     const Plugin* holder = it->second.plugin;
@@ -213,7 +220,7 @@ tf_status Registry::SetOption(std::string_view plugin_name,
                     plugin_name, loaded.empty() ? "(none loaded)" : loaded);
     return sink->status;
   }
-  if (plugin->descriptor->set_option == nullptr) {
+  if (plugin->set_option == nullptr) {
     sink->status = TF_ERROR_UNSUPPORTED;
     sink->message = fmt::format(
         "plugin '{}' takes no options (its set_option is NULL); cannot set "
@@ -221,8 +228,7 @@ tf_status Registry::SetOption(std::string_view plugin_name,
         plugin->name, key);
     return sink->status;
   }
-  tf_status status =
-      plugin->descriptor->set_option(key.c_str(), value.c_str(), sink);
+  tf_status status = plugin->set_option(key.c_str(), value.c_str(), sink);
   sink->status = status;
   if (status != TF_OK && sink->message.empty()) {
     sink->message =

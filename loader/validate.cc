@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <string.h>
 
+#include <algorithm>
+#include <cstring>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -54,11 +56,18 @@ class Validator {
       : file_(file), host_major_(host_major), host_minor_(host_minor) {}
 
   ValidationResult Run(const tf_plugin* p) {
-    if (!CheckHeader(p) || !CheckIdentity(p) || !CheckKernels(p)) {
+    // Every field is read once, into this copy, and judged there: what is
+    // checked is what the host keeps, even if the plugin writes to its
+    // descriptor meanwhile. Strings and kernels are copied as they are read.
+    tf_plugin copy{};
+    if (!CheckHeader(p, &copy) || !CheckIdentity(&copy) ||
+        !CheckKernels(&copy)) {
       result_.ok = false;
       result_.kernels.clear();
       return std::move(result_);
     }
+    result_.init = copy.init;
+    result_.set_option = copy.set_option;
     result_.ok = true;
     return std::move(result_);
   }
@@ -71,8 +80,8 @@ class Validator {
     return false;
   }
 
-  bool CheckHeader(const tf_plugin* p) {
-    if (p == nullptr) {
+  bool CheckHeader(const tf_plugin* descriptor, tf_plugin* p) {
+    if (descriptor == nullptr) {
       return Fail(
           "the entry function returned NULL: the plugin declined to "
           "serve this host (ABI {}.{}); run with TORCHFERRY_LOG=debug "
@@ -81,13 +90,19 @@ class Validator {
     }
     constexpr size_t kVersionEnd =
         offsetof(tf_plugin, abi_version_minor) + sizeof(uint32_t);
-    if (p->struct_size < kVersionEnd) {
+    size_t declared;
+    std::memcpy(&declared, descriptor, sizeof(declared));
+    if (declared < kVersionEnd) {
       return Fail(
           "tf_plugin.struct_size is {}, too small to hold even the ABI "
           "version; expected at least {}; set struct_size = "
           "sizeof(tf_plugin)",
-          p->struct_size, kPluginV1Size);
+          declared, kPluginV1Size);
     }
+    // A larger struct is a newer minor's: its tail is not ours to read.
+    std::memcpy(static_cast<void*>(p), descriptor,
+                std::min(declared, sizeof(tf_plugin)));
+    p->struct_size = declared;
     result_.abi_major = p->abi_version_major;
     result_.abi_minor = p->abi_version_minor;
     if (p->abi_version_major != host_major_) {
@@ -176,8 +191,11 @@ class Validator {
     const auto* base = reinterpret_cast<const unsigned char*>(p->kernels);
     std::set<std::tuple<int, int32_t, uint8_t, uint8_t, uint16_t>> seen;
     for (size_t i = 0; i < count; ++i) {
-      const auto* k = reinterpret_cast<const tf_kernel*>(base + i * stride);
-      if (!CheckKernel(i, k, stride, &seen)) return false;
+      // The 1.0 fields, read once; a newer minor's tail is skipped.
+      tf_kernel copy{};
+      std::memcpy(static_cast<void*>(&copy), base + i * stride,
+                  std::min(stride, sizeof(tf_kernel)));
+      if (!CheckKernel(i, &copy, stride, &seen)) return false;
     }
     return true;
   }
@@ -244,7 +262,8 @@ class Validator {
           "once per plugin; remove one of them",
           where);
     }
-    result_.kernels.push_back({k, op_index});
+    result_.kernels.push_back(
+        {i, op_index, k->device_type, k->dtype, k->fn, k->kernel_data});
     return true;
   }
 
@@ -254,7 +273,85 @@ class Validator {
   ValidationResult result_;
 };
 
+std::string Address(const void* p) {
+  return p == nullptr ? "NULL"
+                      : fmt::format("{:#x}", reinterpret_cast<uintptr_t>(p));
+}
+
+template <typename Fn>
+std::string FnAddress(Fn* fn) {
+  return fn == nullptr ? "NULL"
+                       : fmt::format("{:#x}", reinterpret_cast<uintptr_t>(fn));
+}
+
+bool SameDtype(tf_dtype a, tf_dtype b) {
+  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
+
 }  // namespace
+
+std::string DescriptorChange(const ValidationResult& before,
+                             const tf_plugin* descriptor, std::string_view file,
+                             uint32_t host_major, uint32_t host_minor) {
+  const ValidationResult after =
+      ValidateDescriptor(descriptor, file, host_major, host_minor);
+  if (!after.ok) {
+    // The reason without the "file: " that Fail puts in front.
+    const std::string prefix = std::string(file) + ": ";
+    const bool labelled = after.error.rfind(prefix, 0) == 0;
+    return "it no longer validates: " +
+           (labelled ? after.error.substr(prefix.size()) : after.error);
+  }
+  if (after.name != before.name) {
+    return fmt::format("name changed from {} to {}", Quoted(before.name),
+                       Quoted(after.name));
+  }
+  if (after.version != before.version) {
+    return fmt::format("version changed from {} to {}", Quoted(before.version),
+                       Quoted(after.version));
+  }
+  if (after.kind != before.kind) {
+    return fmt::format("kind changed from {} to {}", before.kind, after.kind);
+  }
+  if (after.abi_major != before.abi_major ||
+      after.abi_minor != before.abi_minor) {
+    return fmt::format("ABI version changed from {}.{} to {}.{}",
+                       before.abi_major, before.abi_minor, after.abi_major,
+                       after.abi_minor);
+  }
+  if (after.set_option != before.set_option) {
+    return fmt::format("set_option changed from {} to {}",
+                       FnAddress(before.set_option),
+                       FnAddress(after.set_option));
+  }
+  if (after.kernels.size() != before.kernels.size() ||
+      after.notes.size() != before.notes.size()) {
+    return fmt::format("the kernels changed from {} to {}",
+                       before.kernels.size() + before.notes.size(),
+                       after.kernels.size() + after.notes.size());
+  }
+  for (size_t i = 0; i < after.kernels.size(); ++i) {
+    const ValidatedKernel& b = before.kernels[i];
+    const ValidatedKernel& a = after.kernels[i];
+    const std::string where = fmt::format("kernels[{}]", b.index);
+    if (a.index != b.index || a.op_index != b.op_index ||
+        a.device_type != b.device_type || !SameDtype(a.dtype, b.dtype)) {
+      return fmt::format("{} changed from ({}, {}, {}) to ({}, {}, {})", where,
+                         kOpNames[b.op_index], DeviceName(b.device_type),
+                         DtypeName(b.dtype), kOpNames[a.op_index],
+                         DeviceName(a.device_type), DtypeName(a.dtype));
+    }
+    if (a.fn != b.fn) {
+      return fmt::format("{}.fn changed from {} to {}", where, FnAddress(b.fn),
+                         FnAddress(a.fn));
+    }
+    if (a.kernel_data != b.kernel_data) {
+      return fmt::format("{}.kernel_data changed from {} to {}", where,
+                         Address(b.kernel_data), Address(a.kernel_data));
+    }
+  }
+  return "";
+}
 
 ValidationResult ValidateDescriptor(const tf_plugin* descriptor,
                                     std::string_view file, uint32_t host_major,

@@ -30,9 +30,16 @@ inline constexpr size_t kMaxKernels = 1u << 16;
 inline constexpr size_t kMaxKernelStructSize = 4096;
 inline constexpr size_t kMaxNameLength = 63;
 
+// What the host keeps of one kernel: copied out of the descriptor when it
+// is validated, so that nothing the plugin writes there later (ABI.md says
+// it must not) reaches a call.
 struct ValidatedKernel {
-  const tf_kernel* kernel;
+  size_t index;  // in the descriptor's kernel array
   int op_index;  // into kOpNames
+  int32_t device_type;
+  tf_dtype dtype;
+  tf_kernel_fn fn;  // never NULL
+  void* kernel_data;
 };
 
 struct ValidationResult {
@@ -44,6 +51,10 @@ struct ValidationResult {
   int32_t kind = TF_PLUGIN_NATIVE;
   uint32_t abi_major = 0;
   uint32_t abi_minor = 0;
+  // Copied from the descriptor as it was validated; NULL when absent.
+  tf_status (*init)(void* error_sink) = nullptr;
+  tf_status (*set_option)(const char* key, const char* value,
+                          void* error_sink) = nullptr;
   // The kernels to register, in the descriptor's order.
   std::vector<ValidatedKernel> kernels;
   // Kernels left out without rejecting the plugin (an op this host does not
@@ -57,5 +68,16 @@ ValidationResult ValidateDescriptor(const tf_plugin* descriptor,
                                     std::string_view file,
                                     uint32_t host_major = TF_ABI_VERSION_MAJOR,
                                     uint32_t host_minor = TF_ABI_VERSION_MINOR);
+
+// Whether the descriptor still says what `before` recorded, read after the
+// plugin's init has run (the descriptor must not change while the library
+// is loaded: ABI.md "Loading"). "" when it does; otherwise what changed,
+// e.g. "kernels[0].fn changed from 0x7f.. to NULL", so that the plugin can be
+// refused with that reason. Validates the descriptor again on the way, with
+// the same host version `before` was made for.
+std::string DescriptorChange(const ValidationResult& before,
+                             const tf_plugin* descriptor, std::string_view file,
+                             uint32_t host_major = TF_ABI_VERSION_MAJOR,
+                             uint32_t host_minor = TF_ABI_VERSION_MINOR);
 
 }  // namespace torchferry

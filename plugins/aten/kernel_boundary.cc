@@ -43,6 +43,7 @@ tf_status RunKernel(const tf_call* call) {
     CallStreamGuard on_call_stream(*call, state.device_type);
     BoundTensors tensors(*call, state.pools, CurrentStrategy());
     state.body(tensors, *call);
+    tensors.Finish();
     return TF_OK;
   } catch (const KernelError& e) {
     return Report(*call, state, e.status(), "", e.what());

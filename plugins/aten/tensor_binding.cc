@@ -1,7 +1,10 @@
 #include "tensor_binding.h"
 
+#include <ATen/ops/empty.h>
+#include <ATen/ops/flip.h>
 #include <c10/core/DispatchKeySet.h>
 
+#include <cstdint>
 #include <string>
 
 #include "blob_wrapper.h"
@@ -38,6 +41,41 @@ bool SourceDescribes(const at::Tensor& source, const void* data,
   return source.numel() == 0 || source.const_data_ptr() == data;
 }
 
+// ATen has no negative strides, but a view may have them (numpy's x[::-1]
+// through DLPack). Such a view is the flip, along those dims, of the view
+// that starts at its lowest address with the strides made positive: that
+// start is returned, `strides` is made positive and `flip_dims` lists the
+// dims to flip (none when the negative strides are on dims of size 0 or 1,
+// where no element moves).
+void* TurnAround(void* data, int64_t item_size, c10::IntArrayRef sizes,
+                 c10::SmallVectorImpl<int64_t>& strides,
+                 c10::SmallVectorImpl<int64_t>& flip_dims) {
+  bool empty = false;
+  for (int64_t size : sizes) empty = empty || size == 0;
+  int64_t offset = 0;  // bytes from data to the lowest element
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (strides[d] >= 0) continue;
+    int64_t step;
+    if (strides[d] == INT64_MIN ||
+        __builtin_mul_overflow(strides[d], item_size, &step)) {
+      throw KernelError(TF_ERROR_UNSUPPORTED,
+                        "stride " + std::to_string(strides[d]) + " on dim " +
+                            std::to_string(d) + " is too large for ATen");
+    }
+    strides[d] = -strides[d];
+    if (empty || sizes[d] <= 1) continue;
+    int64_t span;
+    if (__builtin_mul_overflow(sizes[d] - 1, step, &span) ||
+        __builtin_add_overflow(offset, span, &offset)) {
+      throw KernelError(TF_ERROR_UNSUPPORTED,
+                        "the memory of a view with negative strides spans "
+                        "more than int64 bytes");
+    }
+    flip_dims.push_back(static_cast<int64_t>(d));
+  }
+  return static_cast<char*>(data) + offset;
+}
+
 std::string Describe(const tf_tensor& view) {
   return "dtype (code " + std::to_string(view.dtype.code) + ", " +
          std::to_string(view.dtype.bits) + " bits, " +
@@ -54,21 +92,29 @@ BoundTensors::BoundTensors(const tf_call& call, KernelPools& pools,
     const tf_arg& arg = call.inputs[i];
     first_bound_of_input_.push_back(static_cast<int>(bound_.size()));
     if (arg.kind == TF_ARG_TENSOR) {
-      Bind(*arg.value.tensor, strategy, pools);
+      Bind(*arg.value.tensor, strategy, pools, false);
     } else if (arg.kind == TF_ARG_TENSOR_LIST) {
       for (int64_t j = 0; j < arg.value.list.count; ++j) {
-        Bind(arg.value.list.items[j], strategy, pools);
+        Bind(arg.value.list.items[j], strategy, pools, false);
       }
     }
   }
   first_bound_of_output_ = static_cast<int>(bound_.size());
   for (int i = 0; i < call.num_outputs; ++i) {
-    Bind(call.outputs[i], strategy, pools);
+    Bind(call.outputs[i], strategy, pools, true);
+  }
+}
+
+void BoundTensors::Finish() {
+  for (Bound& bound : bound_) {
+    if (bound.mirror.defined()) {
+      bound.mirror.copy_(bound.fresh.flip(bound.flip_dims));
+    }
   }
 }
 
 void BoundTensors::Bind(const tf_tensor& view, Strategy strategy,
-                        KernelPools& pools) {
+                        KernelPools& pools, bool is_output) {
   const std::optional<c10::ScalarType> dtype = ScalarTypeOf(view.dtype);
   const std::optional<c10::Device> device = DeviceOf(view.device);
   if (!dtype || !device) {
@@ -84,6 +130,31 @@ void BoundTensors::Bind(const tf_tensor& view, Strategy strategy,
   // share: a repeated call finds the wrapper it built before in each slot.
   const int slot = static_cast<int>(bound_.size());
   Bound& bound = bound_.emplace_back();
+
+  bool negative = false;
+  for (int64_t stride : strides) negative = negative || stride < 0;
+  if (negative) {
+    // Rare (only DLPack producers make such views), so neither the source
+    // nor the pool: a fresh wrapper of the turned-around view, and for an
+    // input its flip (a copy), for an output a temporary that Finish()
+    // writes back through the flip.
+    c10::SmallVector<int64_t, 6> positive(strides.begin(), strides.end());
+    c10::SmallVector<int64_t, 4> flip_dims;
+    void* start =
+        TurnAround(data, static_cast<int64_t>(c10::elementSize(*dtype)), sizes,
+                   positive, flip_dims);
+    at::Tensor mirror = WrapBlob(start, sizes, positive, *dtype, *device);
+    if (flip_dims.empty()) {
+      bound.fresh = std::move(mirror);
+    } else if (is_output) {
+      bound.fresh = at::empty(sizes, mirror.options());
+      bound.mirror = std::move(mirror);
+      bound.flip_dims = std::move(flip_dims);
+    } else {
+      bound.fresh = mirror.flip(flip_dims);
+    }
+    return;
+  }
 
   if (strategy == Strategy::kSource && view.source_kind == TF_SOURCE_ATEN &&
       view.source != nullptr) {

@@ -23,6 +23,11 @@ class BoundTensors {
   BoundTensors(const BoundTensors&) = delete;
   BoundTensors& operator=(const BoundTensors&) = delete;
 
+  // Writes back the outputs that ATen could not write in place (a view with
+  // a negative stride is computed into a temporary); call once the kernel's
+  // body has succeeded.
+  void Finish();
+
   // inputs[index] must be TF_ARG_TENSOR. Mutable because ATen's out= and
   // in-place functions take at::Tensor&; the handle itself is never reseated.
   at::Tensor& Input(int index);
@@ -36,6 +41,11 @@ class BoundTensors {
     const at::Tensor* borrowed = nullptr;  // the caller's tensor (source)
     PoolLease lease;
     at::Tensor fresh;
+    // An output with negative strides: `fresh` is a temporary that Finish()
+    // copies into `mirror` (the view with its strides made positive) flipped
+    // along `flip_dims`.
+    at::Tensor mirror;
+    c10::SmallVector<int64_t, 4> flip_dims;
 
     at::Tensor& tensor() {
       if (borrowed != nullptr) return const_cast<at::Tensor&>(*borrowed);
@@ -44,7 +54,8 @@ class BoundTensors {
     }
   };
 
-  void Bind(const tf_tensor& view, Strategy strategy, KernelPools& pools);
+  void Bind(const tf_tensor& view, Strategy strategy, KernelPools& pools,
+            bool is_output);
 
   const tf_call& call_;
   c10::SmallVector<Bound, 4> bound_;

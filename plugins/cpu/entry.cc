@@ -2,10 +2,13 @@
 // and hands back the descriptor with the kernel table every kernel file
 // contributes to.
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "abi/torchferry.h"
+#include "isa.h"
 #include "kernel_table.h"
 
 namespace torchferry::cpu {
@@ -55,6 +58,19 @@ void Log(const tf_host_api* host, int32_t level, const char* message) {
   if (host != nullptr && host->log != nullptr) host->log(level, "cpu", message);
 }
 
+// A typo in TORCHFERRY_CPU_ISA would otherwise be ignored in silence, as the
+// host warns about its own TORCHFERRY_* variables.
+void WarnAboutIsaSetting(const tf_host_api* host) {
+  const char* value = std::getenv(kIsaEnvVar);
+  if (IsaSettingValid(value)) return;
+  const std::string message =
+      std::string(kIsaEnvVar) + "='" + value +
+      "' is not an instruction-set choice: expected 'baseline' or unset "
+      "(case-sensitive); using the CPU's best (" +
+      (UseAvx2() ? "AVX2, FMA and F16C" : "baseline x86-64") + ")";
+  Log(host, TF_LOG_WARN, message.c_str());
+}
+
 }  // namespace
 }  // namespace torchferry::cpu
 
@@ -72,10 +88,14 @@ extern "C" TF_PLUGIN_EXPORT const tf_plugin* torchferry_plugin_entry(
     return nullptr;
   }
   try {
+    torchferry::cpu::WarnAboutIsaSetting(host);
     return torchferry::cpu::Describe();
   } catch (const std::exception& e) {
     // Only allocation can throw here; nothing may cross the C ABI.
     Log(host, TF_LOG_ERROR, e.what());
+    return nullptr;
+  } catch (...) {
+    Log(host, TF_LOG_ERROR, "unexpected non-standard exception");
     return nullptr;
   }
 }

@@ -68,14 +68,25 @@ inline bool CpuHasAvx2FmaF16c() {
 }
 #endif
 
-// True when the CPU and OS support AVX2, FMA and F16C; computed once.
+inline constexpr char kIsaEnvVar[] = "TORCHFERRY_CPU_ISA";
+
 // TORCHFERRY_CPU_ISA=baseline turns the AVX2 loops off, so that the tests can
-// check the baseline instantiations on a machine that has AVX2.
+// check the baseline instantiations on a machine that has AVX2. Unset or
+// empty: the CPU's best. Anything else is a mistake, ignored (the CPU's best)
+// but not in silence: the plugin's entry warns through the host's log.
+inline bool IsaForcedBaseline(const char* value) {
+  return value != nullptr && std::strcmp(value, "baseline") == 0;
+}
+inline bool IsaSettingValid(const char* value) {
+  return value == nullptr || *value == '\0' || IsaForcedBaseline(value);
+}
+
+// True when the CPU and OS support AVX2, FMA and F16C and TORCHFERRY_CPU_ISA
+// does not say baseline; computed once.
 inline bool UseAvx2() {
 #if TF_CPU_HAVE_AVX2_PATH
   static const bool use = [] {
-    const char* isa = std::getenv("TORCHFERRY_CPU_ISA");
-    if (isa != nullptr && std::strcmp(isa, "baseline") == 0) return false;
+    if (IsaForcedBaseline(std::getenv(kIsaEnvVar))) return false;
     return CpuHasAvx2FmaF16c();
   }();
   return use;

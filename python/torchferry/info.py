@@ -11,6 +11,13 @@ import torchferry
 from . import _C, bridge, plugins
 
 
+def _env_text(name):
+    """An environment variable as the loader reads it (bytes), decoded the way
+    the loader's own text reaches Python: b'caf\\xe9' reads 'caf\\\\xe9', so that
+    `info` can print and JSON-encode whatever the variable holds."""
+    return os.environb.get(os.fsencode(name), b"").decode("utf-8", "backslashreplace")
+
+
 def collect():
     """Everything `info` shows, as plain data."""
     return {
@@ -22,8 +29,8 @@ def collect():
         "bridge": bridge.info(),
         "path_counts": bridge.path_counts(),
         "plugin_search": {
-            "TORCHFERRY_PLUGIN_PATH": os.environ.get("TORCHFERRY_PLUGIN_PATH", ""),
-            "TORCHFERRY_PLUGINS": os.environ.get("TORCHFERRY_PLUGINS", ""),
+            "TORCHFERRY_PLUGIN_PATH": _env_text("TORCHFERRY_PLUGIN_PATH"),
+            "TORCHFERRY_PLUGINS": _env_text("TORCHFERRY_PLUGINS"),
             "package_dir": torchferry.PLUGIN_DIR,
         },
         "load_seconds": _C._load_seconds(),

@@ -8,7 +8,9 @@
 //
 // The kinds are the synthetic plugins of tests/plugins, the ones in
 // tests/hardening/plugins, and malformed files made here at run time (empty,
-// truncated, wrong ELF class, a folder, an executable).
+// truncated, wrong ELF class, a folder, an executable), and paths that are
+// no file at all: a FIFO (a plain open() of it would block forever), a
+// socket, a character device, a symbolic link loop and a dangling link.
 //
 // Prints one line per kind and, last, the summary line
 //   broken plugins: N kinds tried, M rejected with their own reason
@@ -17,7 +19,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -144,7 +148,9 @@ int main() {
   }
   const std::string scratch = made;
   const std::string elf = ReadFile(good);
-  if (elf.size() < 4096 || elf.compare(0, 4, "\x7f" "ELF") != 0) {
+  if (elf.size() < 4096 || elf.compare(0, 4,
+                                       "\x7f"
+                                       "ELF") != 0) {
     std::cerr << good << " is not a usable ELF file\n";
     return 2;
   }
@@ -160,6 +166,26 @@ int main() {
   WriteFile(scratch + "/torchferry_wrongmachine.so", wrong_machine);
   ::mkdir((scratch + "/torchferry_directory.so").c_str(), 0755);
   const std::string executable = Env("TF_HARDENING_EXECUTABLE");
+  const std::string fifo = scratch + "/torchferry_fifo.so";
+  const std::string sock = scratch + "/torchferry_socket.so";
+  const std::string loop = scratch + "/torchferry_loop.so";
+  const std::string dangling = scratch + "/torchferry_dangling.so";
+  if (::mkfifo(fifo.c_str(), 0600) != 0 ||
+      ::symlink("torchferry_loop.so", loop.c_str()) != 0 ||
+      ::symlink((scratch + "/absent").c_str(), dangling.c_str()) != 0) {
+    std::perror("making the non-file kinds");
+    return 2;
+  }
+  // Bound here and kept open until the end: the children inherit it.
+  const int sock_fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", sock.c_str());
+  if (sock_fd < 0 || ::bind(sock_fd, reinterpret_cast<sockaddr*>(&address),
+                            sizeof address) != 0) {
+    std::perror("binding a socket");
+    return 2;
+  }
 
   const std::vector<Kind> kinds = {
       // tests/plugins: one flaw each.
@@ -182,6 +208,7 @@ int main() {
       {"unknownop", syn("unknownop"), "unknown op 'gelu'"},
       {"notelf", syn("notelf"), "invalid ELF header"},
       {"missingdep", syn("missingdep"), "libtorchferry_test_absent.so.1"},
+      {"initmutate", syn("initmutate"), "changed its descriptor during init"},
       // tests/hardening/plugins.
       {"emptyname", own("emptyname"), "invalid plugin name ''"},
       {"longname", own("longname"), "(longer than 63 characters)"},
@@ -197,8 +224,7 @@ int main() {
       {"initnomsg", own("initnomsg"), "(the plugin set no message)"},
       {"badstatus", own("badstatus"), "init of plugin 'badstatus' failed"},
       {"dupname", own("dupname"), "plugin 'good' is already loaded", good},
-      {"throwentry", own("throwentry"),
-       "exception escaped the entry function"},
+      {"throwentry", own("throwentry"), "exception escaped the entry function"},
       {"throwinit", own("throwinit"), "exception escaped init"},
       // Malformed files.
       {"emptyfile", scratch + "/torchferry_emptyfile.so", "file too short"},
@@ -207,12 +233,18 @@ int main() {
       {"wrongclass", scratch + "/torchferry_wrongclass.so", "wrong ELF class"},
       {"wrongmachine", scratch + "/torchferry_wrongmachine.so",
        "cannot load the library"},
-      {"directory", scratch + "/torchferry_directory.so",
-       "cannot load the library"},
+      {"directory", scratch + "/torchferry_directory.so", "is a folder"},
       {"executable", executable, "cannot dynamically load"},
+      // Paths that are no plugin file at all.
+      {"fifo", fifo, "is a FIFO (named pipe)"},
+      {"socket", sock, "is a socket"},
+      {"chardevice", "/dev/null", "is a character device"},
+      {"symlinkloop", loop, "is a symbolic link loop"},
+      {"dangling", dangling,
+       "is a symbolic link to something that does not exist"},
   };
 
-  // Quiet: the loader's warn lines for 39 skips would bury the report.
+  // Quiet: the loader's warn lines for 45 skips would bury the report.
   SetLogLevel(LogLevel::kOff);
   int clean = 0;
   std::map<std::string, std::string> seen;  // stripped reason -> kind
@@ -278,8 +310,7 @@ int main() {
         if (plugin == nullptr || abs == nullptr || abs->plugin != plugin ||
             registry.plugins().size() != 1) {
           return "the good plugin did not load alone or does not serve abs (" +
-                 std::to_string(registry.plugins().size()) +
-                 " plugins loaded)";
+                 std::to_string(registry.plugins().size()) + " plugins loaded)";
         }
         float x[3] = {-1.5f, 2.0f, -0.25f}, out[3] = {0, 0, 0};
         int64_t shape[1] = {3}, strides[1] = {1};
@@ -320,6 +351,10 @@ int main() {
   std::remove((scratch + "/torchferry_wrongclass.so").c_str());
   std::remove((scratch + "/torchferry_wrongmachine.so").c_str());
   std::remove((scratch + "/torchferry_directory.so").c_str());
+  ::close(sock_fd);
+  for (const std::string& made_here : {fifo, sock, loop, dangling}) {
+    std::remove(made_here.c_str());
+  }
   std::remove(scratch.c_str());
 
   const std::string summary =

@@ -64,9 +64,15 @@ def kernel(op=0, device=0, dtype=0, raw_dtype=None, fn=1, own_size=None):
 
 def descriptor(host_minor=0, size=7, major=0, minor=0, name=b"cpu", valid_name=False,
                version=2, kind=0, count=None, stride=0, null_kernels=False, kernels=(),
-               null_descriptor=False):
+               null_descriptor=False, version_bytes=None, rewrites=()):
     """size/major/minor/version/kind/stride are the choice bytes the target
-    reads (see fuzz_descriptor.cc); count None means len(kernels)."""
+    reads (see fuzz_descriptor.cc); count None means len(kernels). Bytes in
+    version_bytes (any, but NUL) are the version. rewrites: what an init
+    then changes in an accepted descriptor, each the bytes of one rewrite
+    (see rewrite())."""
+    if version_bytes is not None:
+        half = len(version_bytes) // 2
+        version = bytes([1, half, len(version_bytes) - half]) + version_bytes
     b = bytes([host_minor, size])
     b += bytes([major]) if not isinstance(major, tuple) else bytes([3]) + u32(major[1])
     b += bytes([minor]) if not isinstance(minor, tuple) else bytes([3]) + u32(minor[1])
@@ -76,7 +82,7 @@ def descriptor(host_minor=0, size=7, major=0, minor=0, name=b"cpu", valid_name=F
         b += bytes([1, 0, 0])
     else:
         b += bytes([1, 1 if valid_name else 2, len(name)]) + name
-    b += bytes([version])
+    b += bytes([version]) if isinstance(version, int) else version
     b += bytes([kind]) if not isinstance(kind, tuple) else bytes([3]) + i32(kind[1])
     n = len(kernels) if count is None else count
     if n == "max+1":
@@ -90,6 +96,21 @@ def descriptor(host_minor=0, size=7, major=0, minor=0, name=b"cpu", valid_name=F
     for i, k in enumerate(kernels):
         b += k if i > 0 else k[1:]  # kernels[0] reads no own-size choice
     b += bytes([0 if null_descriptor else 1])
+    if rewrites:
+        b += bytes([len(rewrites)]) + b"".join(rewrites)
+    return b
+
+
+# Rewrite choices (fuzz_descriptor.cc): 0 fn NULL, 1 fn swapped, 2
+# kernel_data, 3 op, 4 device, 5 dtype, 6 a later kernel's struct_size, 7
+# fewer kernels, 8 name, 9 version, 10 kind, 11 minor, 12 set_option. The
+# kernel-level ones read the kernel's index first (when there are kernels).
+
+
+def rewrite(what, *args, kernel=0, has_kernels=True):
+    b = bytes([what]) + (bytes([kernel]) if has_kernels else b"")
+    for a in args:
+        b += a if isinstance(a, bytes) else bytes([a])
     return b
 
 
@@ -137,6 +158,38 @@ def descriptor_seeds():
         "device_7": descriptor(kernels=[kernel(op=0, device=("raw", 7))]),
         "duplicate_kernel": descriptor(kernels=[abs_f32, add_f32, kernel(op=0)]),
         "null_descriptor": descriptor(kernels=[abs_f32], null_descriptor=True),
+        # Text that is not UTF-8: refused in a name, kept byte for byte in a
+        # version.
+        "name_latin1": descriptor(name=b"caf\xe9", kernels=[abs_f32]),
+        "version_latin1": descriptor(version_bytes=b"caf\xe9 1.0", kernels=[abs_f32]),
+        "version_invalid_utf8_300": descriptor(version_bytes=b"\xc3\x28\xff\xfe\xe9" * 60,
+                                               kernels=[abs_f32]),
+        # What an init may do after validation.
+        "rewrite_fn_null": descriptor(kernels=[abs_f32, add_f32], rewrites=[rewrite(0, kernel=1)]),
+        "rewrite_fn_swap": descriptor(kernels=[abs_f32], rewrites=[rewrite(1, 1)]),
+        "rewrite_fn_same": descriptor(kernels=[abs_f32], rewrites=[rewrite(1, 0)]),
+        "rewrite_kernel_data": descriptor(kernels=[abs_f32, add_f32], rewrites=[rewrite(2, 0, kernel=1)]),
+        "rewrite_op": descriptor(kernels=[abs_f32], rewrites=[rewrite(3, 2, 2)]),
+        "rewrite_op_same": descriptor(kernels=[abs_f32], rewrites=[rewrite(3, 2, 0)]),
+        "rewrite_op_unknown": descriptor(kernels=[abs_f32], rewrites=[rewrite(3, 1, 4, b"gelu")]),
+        "rewrite_device_meta": descriptor(kernels=[abs_f32], rewrites=[rewrite(4, 2)]),
+        "rewrite_dtype": descriptor(kernels=[abs_f32], rewrites=[rewrite(5, 1)]),
+        "rewrite_struct_size": descriptor(kernels=[abs_f32, add_f32],
+                                          rewrites=[rewrite(6, u16(8), kernel=1)]),
+        "rewrite_fewer_kernels": descriptor(kernels=[abs_f32, add_f32, add_f64],
+                                            rewrites=[rewrite(7, 1)]),
+        "rewrite_name": descriptor(kernels=[abs_f32], rewrites=[rewrite(8, 1, 1, 5, b"other")]),
+        "rewrite_name_latin1": descriptor(kernels=[abs_f32], rewrites=[rewrite(8, 1, 2, 4, b"caf\xe9")]),
+        "rewrite_version_latin1": descriptor(kernels=[abs_f32],
+                                             rewrites=[rewrite(9, 4, b"caf\xe9", 0)]),
+        "rewrite_kind": descriptor(kernels=[abs_f32], rewrites=[rewrite(10, 1)]),
+        "rewrite_minor": descriptor(kernels=[abs_f32], rewrites=[rewrite(11, 1)]),
+        "rewrite_set_option": descriptor(kernels=[abs_f32], rewrites=[rewrite(12, 1)]),
+        "rewrite_three_times": descriptor(kernels=[abs_f32, add_f32],
+                                          rewrites=[rewrite(2, 1), rewrite(0, kernel=1),
+                                                    rewrite(10, 0)]),
+        "rewrite_no_kernels_name": descriptor(kernels=[],
+                                              rewrites=[rewrite(8, 0, has_kernels=False)]),
     }
     return seeds
 

@@ -1,10 +1,13 @@
 // Where plugins are looked for, in which order, and which the user selected.
 #include "loader/discovery.h"
 
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -58,7 +61,7 @@ TEST_CASE("search path lists split on colons", "[discovery]") {
   CHECK(SplitSearchPath("/a::/b:") == std::vector<std::string>{"/a", "/b"});
 }
 
-TEST_CASE("a folder contributes its torchferry_*.so files, sorted",
+TEST_CASE("a folder contributes its torchferry_*.so entries, sorted",
           "[discovery]") {
   TempDir dir;
   for (const char* name :
@@ -66,17 +69,86 @@ TEST_CASE("a folder contributes its torchferry_*.so files, sorted",
         "torchferry_.so", "xtorchferry_d.so"}) {
     Touch(dir.path() / name);
   }
+  // Listed whatever it is: opening it says it is a folder (see below).
   std::filesystem::create_directory(dir.path() / "torchferry_dir.so");
   const std::string d = dir.str();
-  CHECK(
-      ListPluginFiles({d}) ==
-      std::vector<std::string>{d + "/torchferry_a.so", d + "/torchferry_b.so"});
+  CHECK(ListPluginFiles({d}) ==
+        std::vector<std::string>{d + "/torchferry_a.so", d + "/torchferry_b.so",
+                                 d + "/torchferry_dir.so"});
   // A file entry is taken as is, in its place in the order; a missing entry
-  // is left out.
+  // is left out and reported.
   const std::string other = d + "/other.so";
-  CHECK(ListPluginFiles({other, d + "/missing", d}) ==
+  std::vector<Skipped> unusable;
+  CHECK(ListPluginFiles({other, d + "/missing", d}, &unusable) ==
         std::vector<std::string>{other, d + "/torchferry_a.so",
-                                 d + "/torchferry_b.so"});
+                                 d + "/torchferry_b.so",
+                                 d + "/torchferry_dir.so"});
+  REQUIRE(unusable.size() == 1);
+  CHECK(unusable[0].path == d + "/missing");
+  CHECK_THAT(unusable[0].reason,
+             Catch::Contains("plugin search path entry '" + d +
+                             "/missing' does not exist"));
+}
+
+TEST_CASE("each search path error says what the entry is", "[discovery]") {
+  TempDir dir;
+  const std::string d = dir.str();
+  const std::string loop = dir.Link("loop", "loop");
+  const std::string dangling = dir.Link("dangling", d + "/nothing");
+  Touch(dir.path() / "file");
+  std::vector<Skipped> unusable;
+  CHECK(ListPluginFiles({loop, dangling, d + "/file/below", d + "/missing"},
+                        &unusable)
+            .empty());
+  REQUIRE(unusable.size() == 4);
+  CHECK_THAT(unusable[0].reason,
+             Catch::Contains("'" + loop + "' is a symbolic link loop"));
+  CHECK_THAT(unusable[1].reason,
+             Catch::Contains("is a symbolic link to something that does not "
+                             "exist"));
+  CHECK_THAT(unusable[2].reason, Catch::Contains("is not a folder"));
+  CHECK_THAT(unusable[3].reason, Catch::Contains("' does not exist"));
+  // Through Load, the same reasons are skipped entries, and logged.
+  StderrCapture captured;
+  Registry registry;
+  registry.Load({{loop}, "", LogLevel::kWarn});
+  const std::string log = captured.Finish();
+  REQUIRE(registry.skipped().size() == 1);
+  CHECK(registry.skipped()[0].path == loop);
+  CHECK_THAT(registry.skipped()[0].reason,
+             Catch::Contains("is a symbolic link loop") &&
+                 !Catch::Contains("does not exist"));
+  CHECK_THAT(log, Catch::Contains("is a symbolic link loop"));
+}
+
+TEST_CASE("only regular files are opened, and nothing blocks", "[discovery]") {
+  TempDir dir;
+  const std::string d = dir.str();
+  REQUIRE(::mkfifo((d + "/torchferry_fifo.so").c_str(), 0600) == 0);
+  REQUIRE(::mkfifo((d + "/pipe").c_str(), 0600) == 0);
+  std::filesystem::create_directory(dir.path() / "torchferry_dir.so");
+  dir.Link("torchferry_loop.so", "torchferry_loop.so");
+  dir.Link("torchferry_dangling.so", d + "/nothing");
+  dir.Link("torchferry_good.so", Synthetic("good"));
+  Registry registry;
+  // A FIFO with no writer would block a plain open() (and dlopen) forever.
+  registry.Load({{d, d + "/pipe", "/dev/null"}, "", LogLevel::kOff});
+  CHECK(LoadedNames(registry) == std::vector<std::string>{"good"});
+  std::map<std::string, std::string> why;
+  for (const Skipped& s : registry.skipped()) why[s.path] = s.reason;
+  CHECK_THAT(
+      why[d + "/torchferry_fifo.so"],
+      Catch::Contains("torchferry_fifo.so: cannot load the library: " + d +
+                      "/torchferry_fifo.so is a FIFO (named pipe); "
+                      "expected a regular file"));
+  CHECK_THAT(why[d + "/pipe"], Catch::Contains("is a FIFO (named pipe)"));
+  CHECK_THAT(why[d + "/torchferry_dir.so"], Catch::Contains("is a folder"));
+  CHECK_THAT(why[d + "/torchferry_loop.so"],
+             Catch::Contains("is a symbolic link loop"));
+  CHECK_THAT(why[d + "/torchferry_dangling.so"],
+             Catch::Contains("symbolic link to something that does not exist"));
+  CHECK_THAT(why["/dev/null"], Catch::Contains("is a character device"));
+  CHECK(why.size() == 6);
 }
 
 TEST_CASE("search order decides between plugins of one kind", "[discovery]") {
@@ -146,14 +218,16 @@ TEST_CASE("TORCHFERRY_PLUGINS selects before opening", "[discovery]") {
   }
   SECTION("everything but some") {
     Registry registry;
-    registry.Load({{dir}, "*,-good,-native2,-fallback*", LogLevel::kError});
+    registry.Load(
+        {{dir}, "*,-good,-native2,-fallback*,-latin1", LogLevel::kError});
     CHECK(LoadedNames(registry) ==
           std::vector<std::string>{"kernelerror", "newerminor"});
     CHECK(registry.FindPlugin("good") == nullptr);
   }
   SECTION("exclusions alone") {
     Registry registry;
-    registry.Load({{dir}, "-kernelerror,-newerminor", LogLevel::kError});
+    registry.Load(
+        {{dir}, "-kernelerror,-newerminor,-latin1", LogLevel::kError});
     CHECK(LoadedNames(registry) ==
           std::vector<std::string>{"fallback", "fallback2", "good", "native2"});
   }
@@ -162,8 +236,9 @@ TEST_CASE("TORCHFERRY_PLUGINS selects before opening", "[discovery]") {
     registry.Load({{dir}, "", LogLevel::kError});
     CHECK(LoadedNames(registry) ==
           std::vector<std::string>{"fallback", "fallback2", "good",
-                                   "kernelerror", "native2", "newerminor"});
-    CHECK(registry.skipped().size() == 19);
+                                   "kernelerror", "latin1", "native2",
+                                   "newerminor"});
+    CHECK(registry.skipped().size() == 20);
     CHECK(registry.Find("abs", TF_DEVICE_CPU, kF32)->plugin->name == "good");
   }
 }

@@ -1,7 +1,9 @@
 // Every synthetic plugin with a flaw is rejected for that flaw: its Skipped
 // entry names the file and carries a message no other flaw produces.
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "loader/loader.h"
@@ -58,6 +60,10 @@ const std::vector<Flaw>& Flaws() {
       {"missingdep",
        "libtorchferry_test_absent.so.1: cannot open shared "
        "object file"},
+      {"initmutate",
+       "plugin 'initmutate' changed its descriptor during init: it no longer "
+       "validates: plugin 'initmutate': kernels[0] ('abs', cpu, float32): fn "
+       "is NULL"},
   };
   return flaws;
 }
@@ -150,4 +156,61 @@ TEST_CASE("bad plugins leave the host and the good plugins working",
   ErrorSink sink;
   REQUIRE(CallKernel(*abs, {TensorArg(&xv)}, {}, {ov}, &sink) == TF_OK);
   CHECK(out == std::vector<float>{1.5f, 2.0f, 0.0f});
+}
+
+TEST_CASE("an init that rewrites the validated descriptor is refused",
+          "[rejection]") {
+  const std::vector<std::pair<std::string, std::string>> mutations = {
+      {"fn", "kernels[0] ('abs', cpu, float32): fn is NULL"},
+      {"fn_swap", "kernels[0].fn changed from 0x"},
+      {"kernel_data", "kernels[0].kernel_data changed from 0x"},
+      {"count", "the kernels changed from 1 to 2"},
+      {"op",
+       "kernels[0] changed from (abs, cpu, float32) to (exp, cpu, "
+       "float32)"},
+      {"name", "name changed from 'initmutate' to 'renamed'"},
+      {"version", "version changed from '0.0.1' to '6.6.6'"},
+  };
+  for (const auto& [how, change] : mutations) {
+    DYNAMIC_SECTION(how) {
+      ::setenv("TF_TEST_INITMUTATE", how.c_str(), 1);
+      Registry registry;
+      const Plugin* plugin = registry.LoadFile(Synthetic("initmutate"));
+      ::unsetenv("TF_TEST_INITMUTATE");
+      CHECK(plugin == nullptr);
+      CHECK(registry.Find("abs", TF_DEVICE_CPU, kF32) == nullptr);
+      CHECK(registry.Find("exp", TF_DEVICE_CPU, kF32) == nullptr);
+      REQUIRE(registry.skipped().size() == 1);
+      CHECK(registry.skipped()[0].name == "initmutate");
+      CHECK_THAT(registry.skipped()[0].reason,
+                 Catch::StartsWith("torchferry_initmutate.so: plugin "
+                                   "'initmutate' changed its descriptor during "
+                                   "init: ") &&
+                     Catch::Contains(change) &&
+                     Catch::Contains("must stay unchanged while the library "
+                                     "is loaded"));
+    }
+  }
+}
+
+TEST_CASE("text that is not UTF-8 is kept byte for byte", "[rejection]") {
+  SECTION("a version and a set_option message") {
+    Registry registry;
+    const Plugin* plugin = registry.LoadFile(Synthetic("latin1"));
+    REQUIRE(plugin != nullptr);
+    CHECK(plugin->version == "caf\xe9 1.0");
+    ErrorSink sink;
+    CHECK(registry.SetOption("latin1", "k", "v", &sink) ==
+          TF_ERROR_INVALID_ARGUMENT);
+    CHECK(sink.message == "option refus\xe9 (Latin-1 text)");
+  }
+  SECTION("an init failure message") {
+    ::setenv("TF_TEST_LATIN1_INIT", "fail", 1);
+    Registry registry;
+    CHECK(registry.LoadFile(Synthetic("latin1")) == nullptr);
+    ::unsetenv("TF_TEST_LATIN1_INIT");
+    REQUIRE(registry.skipped().size() == 1);
+    CHECK_THAT(registry.skipped()[0].reason,
+               Catch::EndsWith("no caf\xe9 machine found (\xff\xfe)"));
+  }
 }

@@ -50,7 +50,9 @@ TEST_CASE("a correct descriptor validates", "[validate]") {
   CHECK(r.name == "mem_ok");
   CHECK(r.version == "1");
   REQUIRE(r.kernels.size() == 2);
-  CHECK(r.kernels[0].kernel == &kernels[0]);
+  CHECK(r.kernels[0].index == 0);
+  CHECK(r.kernels[0].fn == &Noop);
+  CHECK(r.kernels[0].device_type == TF_DEVICE_CPU);
   CHECK(r.kernels[1].op_index == 9);  // silu_and_mul in ABI.md's table
   const tf_plugin empty = Descriptor("no_kernels", nullptr, 0);
   CHECK(ValidateDescriptor(&empty, "mem").ok);
@@ -107,7 +109,7 @@ TEST_CASE("an unknown op rejects the plugin unless it is from a newer minor",
   ValidationResult newer = ValidateDescriptor(&p, "mem");
   REQUIRE(newer.ok);
   REQUIRE(newer.kernels.size() == 2);
-  CHECK(newer.kernels[1].kernel == &kernels[2]);
+  CHECK(newer.kernels[1].index == 2);
   REQUIRE(newer.notes.size() == 1);
   CHECK_THAT(newer.notes[0], Catch::Contains("op 'gelu' is unknown"));
 
@@ -167,4 +169,71 @@ TEST_CASE("absurd counts and strides are refused before reading",
   p = Descriptor("nullop", &null_op, 1);
   CHECK_THAT(ValidateDescriptor(&p, "mem").error,
              Catch::Contains("kernels[0].op is NULL"));
+}
+
+TEST_CASE("what validation copied stays, whatever the descriptor becomes",
+          "[validate]") {
+  tf_kernel kernels[] = {Kernel("abs"), Kernel("neg")};
+  kernels[1].kernel_data = &kernels[1];
+  tf_plugin p = Descriptor("steady", kernels, 2);
+  const ValidationResult before = ValidateDescriptor(&p, "mem");
+  REQUIRE(before.ok);
+  CHECK(DescriptorChange(before, &p, "mem").empty());
+
+  SECTION("a kernel function cleared") {
+    kernels[0].fn = nullptr;
+    CHECK(before.kernels[0].fn == &Noop);  // the copy is the host's
+    CHECK_THAT(DescriptorChange(before, &p, "mem"),
+               Catch::Contains("it no longer validates: plugin 'steady': "
+                               "kernels[0] ('abs', cpu, float32): fn is NULL"));
+  }
+  SECTION("a kernel function swapped") {
+    kernels[1].fn = [](const tf_call*) -> tf_status { return TF_OK; };
+    CHECK_THAT(DescriptorChange(before, &p, "mem"),
+               Catch::Contains("kernels[1].fn changed from 0x"));
+  }
+  SECTION("kernel data swapped") {
+    kernels[1].kernel_data = nullptr;
+    CHECK_THAT(DescriptorChange(before, &p, "mem"),
+               Catch::Contains("kernels[1].kernel_data changed from 0x") &&
+                   Catch::Contains("to NULL"));
+  }
+  SECTION("a kernel's op changed") {
+    kernels[1].op = "exp";
+    CHECK_THAT(DescriptorChange(before, &p, "mem"),
+               Catch::Contains("kernels[1] changed from (neg, cpu, float32) "
+                               "to (exp, cpu, float32)"));
+  }
+  SECTION("fewer kernels") {
+    p.num_kernels = 1;
+    CHECK_THAT(DescriptorChange(before, &p, "mem"),
+               Catch::Contains("the kernels changed from 2 to 1"));
+  }
+  SECTION("the name and the version") {
+    p.name = "other";
+    CHECK_THAT(DescriptorChange(before, &p, "mem"),
+               Catch::Contains("name changed from 'steady' to 'other'"));
+    p.name = "steady";
+    p.version = "caf\xe9";
+    CHECK_THAT(DescriptorChange(before, &p, "mem"),
+               Catch::Contains("version changed from '1' to 'caf\\xe9'"));
+  }
+  SECTION("the whole descriptor gone bad") {
+    p.abi_version_major = 2;
+    CHECK_THAT(DescriptorChange(before, &p, "mem"),
+               Catch::StartsWith("it no longer validates: ABI major version "
+                                 "mismatch"));
+  }
+}
+
+TEST_CASE("text fields are kept byte for byte, UTF-8 or not", "[validate]") {
+  const tf_kernel k = Kernel("abs");
+  tf_plugin p = Descriptor("bytes", &k, 1);
+  p.version = "caf\xe9 \xff\xfe";
+  const ValidationResult r = ValidateDescriptor(&p, "mem");
+  REQUIRE(r.ok);
+  CHECK(r.version == "caf\xe9 \xff\xfe");
+  p.name = "caf\xe9";
+  CHECK_THAT(ValidateDescriptor(&p, "mem").error,
+             Catch::Contains("invalid plugin name 'caf\\xe9'"));
 }

@@ -9,9 +9,18 @@
 // (an array shorter than a count it accepts) are never generated.
 //
 // After validation, what it accepted must hold up: a valid name, a known
-// kind, and for every kernel it returns a function, a known op, device and
-// dtype, and no key twice. What it refused must come with a message that
-// names the file. Anything else traps.
+// kind, the version byte for byte (UTF-8 or not), and for every kernel it
+// returns a function, a known op, device and dtype, and no key twice. What
+// it refused must come with a message that names the file. Every message is
+// printable ASCII, whatever bytes the descriptor's text held.
+//
+// Then, as a plugin's init may, the rest of the input rewrites the accepted
+// descriptor in place (kernel functions, data, ops, devices, dtypes, the
+// count, the name, the version, the kind, the minor, set_option): what the
+// validator returned must not change with it (the host keeps copies), and
+// DescriptorChange must report a change exactly when a fresh validation of
+// the rewritten descriptor differs from the first or fails. Anything else
+// traps.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -33,6 +42,9 @@ using torchferry::fuzz::ByteReader;
 namespace {
 
 tf_status DummyKernel(const tf_call*) { return TF_OK; }
+tf_status OtherKernel(const tf_call*) { return TF_ERROR_INTERNAL; }
+tf_status DummySetOption(const char*, const char*, void*) { return TF_OK; }
+int kernel_data_a, kernel_data_b;
 
 constexpr tf_dtype kKnownDtypes[] = {
     {TF_DTYPE_FLOAT, 32, 1},  {TF_DTYPE_FLOAT, 64, 1}, {TF_DTYPE_FLOAT, 16, 1},
@@ -102,6 +114,79 @@ const char* OpName(ByteReader& in, Arena& arena) {
   std::abort();
 }
 
+bool PrintableAscii(const std::string& s) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+// What an accepted result must hold, checked again after the descriptor was
+// rewritten: a result that read through to the descriptor would change.
+void CheckAccepted(const torchferry::ValidationResult& r, size_t count,
+                   uint32_t host_minor) {
+  if (r.name.empty() || r.name.size() > torchferry::kMaxNameLength) {
+    Broken("accepted a name of a bad length");
+  }
+  for (char c : r.name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) {
+      Broken("accepted a name with a character outside [a-z0-9_]");
+    }
+  }
+  if (r.kind != TF_PLUGIN_NATIVE && r.kind != TF_PLUGIN_FALLBACK) {
+    Broken("accepted an unknown kind");
+  }
+  if (r.abi_major != TF_ABI_VERSION_MAJOR) Broken("accepted another major");
+  if (r.kernels.size() + r.notes.size() != count) {
+    Broken("kernels plus notes do not add up to num_kernels");
+  }
+  if (!r.notes.empty() && r.abi_minor <= host_minor) {
+    Broken("skipped an unknown op of a plugin that is not newer");
+  }
+  for (const std::string& note : r.notes) {
+    if (!PrintableAscii(note)) Broken("a note that is not printable ASCII");
+  }
+  std::set<std::tuple<int, int32_t, uint8_t, uint8_t>> keys;
+  for (const torchferry::ValidatedKernel& k : r.kernels) {
+    if (k.fn == nullptr) Broken("accepted a NULL kernel function");
+    if (k.index >= count) Broken("a kernel index past num_kernels");
+    if (k.op_index < 0 ||
+        k.op_index >= static_cast<int>(torchferry::kOpNames.size())) {
+      Broken("accepted an op index outside the op table");
+    }
+    if (!torchferry::IsKnownDeviceType(k.device_type) ||
+        k.device_type == TF_DEVICE_META) {
+      Broken("accepted an unknown device type");
+    }
+    if (!torchferry::IsKnownDtype(k.dtype) || k.dtype.lanes != 1) {
+      Broken("accepted an unknown dtype");
+    }
+    if (!keys.insert({k.op_index, k.device_type, k.dtype.code, k.dtype.bits})
+             .second) {
+      Broken("accepted the same (op, device, dtype) twice");
+    }
+  }
+}
+
+bool SameKernels(const torchferry::ValidationResult& a,
+                 const torchferry::ValidationResult& b) {
+  if (a.kernels.size() != b.kernels.size() ||
+      a.notes.size() != b.notes.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.kernels.size(); ++i) {
+    const torchferry::ValidatedKernel& x = a.kernels[i];
+    const torchferry::ValidatedKernel& y = b.kernels[i];
+    if (x.index != y.index || x.op_index != y.op_index ||
+        x.device_type != y.device_type || x.dtype.code != y.dtype.code ||
+        x.dtype.bits != y.dtype.bits || x.dtype.lanes != y.dtype.lanes ||
+        x.fn != y.fn || x.kernel_data != y.kernel_data) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -168,6 +253,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const char* name = in.Pick(6) == 0 ? nullptr : arena.String(NameBytes(in));
   Put(plugin, plugin_bytes, offsetof(tf_plugin, name), name);
   const char* version = nullptr;
+  std::string version_bytes;
   switch (in.Pick(3)) {
     case 1: {
       std::string v = in.Bytes(in.U8() + in.U8());
@@ -175,10 +261,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (c == '\0') c = 'v';
       }
       version = arena.String(v);
+      version_bytes = v;
       break;
     }
     case 2:
       version = "1.0";
+      version_bytes = version;
       break;
     default:
       break;
@@ -314,48 +402,131 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!r.ok) {
     if (r.error.rfind("fuzz.so: ", 0) != 0)
       Broken("refused without naming the file");
+    if (!PrintableAscii(r.error)) Broken("a refusal not in printable ASCII");
     if (!r.kernels.empty()) Broken("refused but returned kernels");
     return 0;
   }
   // Accepted: everything it hands on must be what the ABI allows.
-  if (r.name.empty() || r.name.size() > torchferry::kMaxNameLength) {
-    Broken("accepted a name of a bad length");
+  CheckAccepted(r, count, host_minor);
+  if (r.version != version_bytes.substr(0, 255)) {
+    Broken("the version was not kept byte for byte");
   }
-  for (char c : r.name) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) {
-      Broken("accepted a name with a character outside [a-z0-9_]");
-    }
-  }
-  if (r.kind != TF_PLUGIN_NATIVE && r.kind != TF_PLUGIN_FALLBACK) {
-    Broken("accepted an unknown kind");
-  }
-  if (r.abi_major != TF_ABI_VERSION_MAJOR) Broken("accepted another major");
-  if (r.kernels.size() + r.notes.size() != count) {
-    Broken("kernels plus notes do not add up to num_kernels");
-  }
-  if (!r.notes.empty() && r.abi_minor <= host_minor) {
-    Broken("skipped an unknown op of a plugin that is not newer");
-  }
-  std::set<std::tuple<int, int32_t, uint8_t, uint8_t>> keys;
   for (const torchferry::ValidatedKernel& v : r.kernels) {
-    const tf_kernel* k = v.kernel;
-    if (k->fn == nullptr) Broken("accepted a NULL kernel function");
-    if (v.op_index < 0 ||
-        v.op_index >= static_cast<int>(torchferry::kOpNames.size()) ||
-        torchferry::kOpNames[v.op_index] != k->op) {
-      Broken("accepted an op index that is not the kernel's op");
+    const auto* k =
+        reinterpret_cast<const tf_kernel*>(kernels + v.index * stride);
+    if (torchferry::kOpNames[v.op_index] != k->op || v.fn != k->fn ||
+        v.device_type != k->device_type) {
+      Broken("a kept kernel is not the descriptor's");
     }
-    if (!torchferry::IsKnownDeviceType(k->device_type) ||
-        k->device_type == TF_DEVICE_META) {
-      Broken("accepted an unknown device type");
+  }
+
+  // What an init may do to the descriptor after it was validated.
+  const torchferry::ValidationResult kept = r;
+  const uint32_t rewrites = in.Pick(4);
+  auto kernel_at = [&](size_t i) {
+    return kernels + i * stride;  // stride_ok: the validator accepted it
+  };
+  for (uint32_t n = 0; n < rewrites; ++n) {
+    const uint32_t what = in.Pick(13);
+    const bool has_kernels = kernels != nullptr && count > 0;
+    const size_t i = has_kernels ? in.U8() % count : 0;
+    switch (what) {
+      case 0:
+        if (has_kernels) {
+          Put(kernel_at(i), stride, offsetof(tf_kernel, fn),
+              static_cast<tf_kernel_fn>(nullptr));
+        }
+        break;
+      case 1:
+        if (has_kernels) {
+          Put(kernel_at(i), stride, offsetof(tf_kernel, fn),
+              in.Bit() ? &OtherKernel : &DummyKernel);
+        }
+        break;
+      case 2:
+        if (has_kernels) {
+          Put(kernel_at(i), stride, offsetof(tf_kernel, kernel_data),
+              static_cast<void*>(in.Bit() ? &kernel_data_a : &kernel_data_b));
+        }
+        break;
+      case 3:
+        if (has_kernels) {
+          Put(kernel_at(i), stride, offsetof(tf_kernel, op), OpName(in, arena));
+        }
+        break;
+      case 4:
+        if (has_kernels) {
+          const uint32_t choice = in.Pick(4);
+          const int32_t device = choice == 0   ? TF_DEVICE_CPU
+                                 : choice == 1 ? TF_DEVICE_CUDA
+                                 : choice == 2 ? TF_DEVICE_META
+                                               : in.Raw<int32_t>();
+          Put(kernel_at(i), stride, offsetof(tf_kernel, device_type), device);
+        }
+        break;
+      case 5:
+        if (has_kernels) {
+          Put(kernel_at(i), stride, offsetof(tf_kernel, dtype),
+              kKnownDtypes[in.Pick(10)]);
+        }
+        break;
+      case 6:
+        if (has_kernels && i > 0) {  // kernels[0]'s is the stride
+          Put(kernel_at(i), stride, offsetof(tf_kernel, struct_size),
+              static_cast<size_t>(in.Raw<uint16_t>()));
+        }
+        break;
+      case 7:  // fewer kernels: the array stays as long as it was
+        Put(plugin, plugin_bytes, offsetof(tf_plugin, num_kernels),
+            static_cast<size_t>(in.U8() % (count + 1)));
+        break;
+      case 8:
+        Put(plugin, plugin_bytes, offsetof(tf_plugin, name),
+            in.Pick(6) == 0 ? nullptr : arena.String(NameBytes(in)));
+        break;
+      case 9: {
+        std::string v = in.Bytes(in.U8());
+        for (char& c : v) {
+          if (c == '\0') c = 'w';
+        }
+        Put(plugin, plugin_bytes, offsetof(tf_plugin, version),
+            in.Bit() ? nullptr : arena.String(v));
+        break;
+      }
+      case 10:
+        Put(plugin, plugin_bytes, offsetof(tf_plugin, kind),
+            static_cast<int32_t>(in.Pick(3)));
+        break;
+      case 11:
+        Put(plugin, plugin_bytes, offsetof(tf_plugin, abi_version_minor),
+            in.Pick(3));
+        break;
+      default:
+        Put(plugin, plugin_bytes, offsetof(tf_plugin, set_option),
+            in.Bit() ? &DummySetOption : nullptr);
+        break;
     }
-    if (!torchferry::IsKnownDtype(k->dtype) || k->dtype.lanes != 1) {
-      Broken("accepted an unknown dtype");
-    }
-    if (!keys.insert({v.op_index, k->device_type, k->dtype.code, k->dtype.bits})
-             .second) {
-      Broken("accepted the same (op, device, dtype) twice");
-    }
+  }
+  const torchferry::ValidationResult again = torchferry::ValidateDescriptor(
+      descriptor, "fuzz.so", TF_ABI_VERSION_MAJOR, host_minor);
+  const bool same =
+      again.ok && again.name == kept.name && again.version == kept.version &&
+      again.kind == kept.kind && again.abi_major == kept.abi_major &&
+      again.abi_minor == kept.abi_minor &&
+      again.set_option == kept.set_option && SameKernels(again, kept);
+  const std::string change = torchferry::DescriptorChange(
+      kept, descriptor, "fuzz.so", TF_ABI_VERSION_MAJOR, host_minor);
+  if (change.empty() != same) {
+    Broken(same ? "reported a change where there was none"
+                : "missed a change of the descriptor");
+  }
+  if (!PrintableAscii(change)) Broken("a change not in printable ASCII");
+  // The first result is the host's copy: rewriting the descriptor must not
+  // have reached it.
+  CheckAccepted(r, count, host_minor);
+  if (!SameKernels(r, kept) || r.name != kept.name ||
+      r.version != kept.version) {
+    Broken("the validated result changed with the descriptor");
   }
   return 0;
 }
