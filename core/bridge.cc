@@ -213,8 +213,13 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
 
   Calibrate(torch_module, major, minor);
   ProbeNegBit(torch_module);
-  versions_.Calibrate(torch_module);
-  storage_.Calibrate(torch_module, &lib_.api);
+  // The key set the negative-bit probe found is a TensorImpl field: the
+  // bytes up to it lie inside every TensorImpl, and the other probes read
+  // no further (past the object's end lies the next heap block).
+  const Py_ssize_t impl_bytes =
+      neg_probe_.ok ? neg_probe_.keyset_offset + 8 : 0;
+  versions_.Calibrate(torch_module, impl_bytes);
+  storage_.Calibrate(torch_module, &lib_.api, impl_bytes);
 
   const char* forced = std::getenv("TORCHFERRY_BRIDGE");
   if (forced != nullptr && forced[0] != '\0' &&

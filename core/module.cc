@@ -139,18 +139,20 @@ PyObject* BridgeInfo(PyObject*, PyObject*) {
   if (!EnsureInitialized()) return nullptr;
   Bridge& b = Bridge::Get();
   const OffsetCalibration& c = b.offset_calibration();
+  // Paths and messages through NewText: a libtorch under a folder whose
+  // name is not UTF-8 must not fail `info`.
   return Py_BuildValue(
-      "{s:s,s:s,s:O,s:{s:O,s:n,s:n,s:s},s:s,s:s,s:s,s:s,s:s}", "path",
-      BridgePathName(b.path()), "reason", b.path_reason().c_str(),
+      "{s:s,s:N,s:O,s:{s:O,s:n,s:n,s:N},s:N,s:N,s:N,s:N,s:N}", "path",
+      BridgePathName(b.path()), "reason", NewText(b.path_reason()),
       "shim_available", b.shim_available() ? Py_True : Py_False,
       "offset_calibration", "ok", c.ok ? Py_True : Py_False, "tensor_offset",
       c.tensor_offset, "maybe_owned_flag_offset", c.borrowed_flag_offset,
-      "detail", c.detail.c_str(), "neg_bit_check",
-      b.neg_bit_probe().detail.c_str(), "version_counter",
-      b.versions().detail().c_str(), "storage_check",
-      b.storage_probe().detail().c_str(), "libtorch",
-      b.library().cpu_library_path.c_str(), "libtorch_cuda",
-      b.library().cuda_library_path.c_str());
+      "detail", NewText(c.detail), "neg_bit_check",
+      NewText(b.neg_bit_probe().detail), "version_counter",
+      NewText(b.versions().detail()), "storage_check",
+      NewText(b.storage_probe().detail()), "libtorch",
+      NewText(b.library().cpu_library_path), "libtorch_cuda",
+      NewText(b.library().cuda_library_path));
 }
 
 // Exactly what a plugin would receive for `obj`.
@@ -186,13 +188,8 @@ PyObject* TimeBridge(PyObject*, PyObject* args) {
 
 // Loader text is bytes from the file system, the environment and plugins
 // (folder and file names, a plugin's version, its init and option messages,
-// TORCHFERRY_PLUGINS), and need not be UTF-8. It crosses into Python here
-// only, decoded with backslashreplace: b"caf\xe9" reads 'caf\\xe9'. Fails
-// only when memory runs out.
-PyObject* LoaderText(std::string_view text) {
-  return PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()),
-                              "backslashreplace");
-}
+// TORCHFERRY_PLUGINS), and need not be UTF-8: it crosses into Python through
+// NewText (core/py_errors.h), so b"caf\xe9" reads 'caf\\xe9'.
 
 // dict[key] = value, taking over the reference; false with the exception set
 // when value is NULL (it failed) or the dict cannot take it.
@@ -232,9 +229,9 @@ PyObject* KernelList(const std::vector<KernelInfo>& kernels) {
   PyObject* list = PyList_New(0);
   if (list == nullptr) return nullptr;
   for (const KernelInfo& k : kernels) {
-    PyObject* op = LoaderText(k.op);
-    PyObject* device = LoaderText(DeviceName(k.device_type));
-    PyObject* dtype = LoaderText(DtypeName(k.dtype));
+    PyObject* op = NewText(k.op);
+    PyObject* device = NewText(DeviceName(k.device_type));
+    PyObject* dtype = NewText(DtypeName(k.dtype));
     PyObject* item = op != nullptr && device != nullptr && dtype != nullptr
                          ? PyTuple_Pack(3, op, device, dtype)
                          : nullptr;
@@ -252,14 +249,13 @@ PyObject* KernelList(const std::vector<KernelInfo>& kernels) {
 PyObject* Plugins(PyObject*, PyObject*) {
   if (!EnsureInitialized()) return nullptr;
   return DictList(g_registry->plugins(), [](PyObject* d, const auto& p) {
-    return Put(d, "name", LoaderText(p->name)) &&
-           Put(d, "version", LoaderText(p->version)) &&
-           Put(d, "path", LoaderText(p->path)) &&
+    return Put(d, "name", NewText(p->name)) &&
+           Put(d, "version", NewText(p->version)) &&
+           Put(d, "path", NewText(p->path)) &&
            Put(d, "kind",
-               LoaderText(p->kind == TF_PLUGIN_NATIVE ? "native"
-                                                      : "fallback")) &&
+               NewText(p->kind == TF_PLUGIN_NATIVE ? "native" : "fallback")) &&
            Put(d, "abi",
-               LoaderText(fmt::format("{}.{}", p->abi_major, p->abi_minor))) &&
+               NewText(fmt::format("{}.{}", p->abi_major, p->abi_minor))) &&
            Put(d, "kernels", KernelList(p->kernels));
   });
 }
@@ -267,20 +263,19 @@ PyObject* Plugins(PyObject*, PyObject*) {
 PyObject* Skipped(PyObject*, PyObject*) {
   if (!EnsureInitialized()) return nullptr;
   return DictList(g_registry->skipped(), [](PyObject* d, const auto& s) {
-    return Put(d, "path", LoaderText(s.path)) &&
-           Put(d, "name", LoaderText(s.name)) &&
-           Put(d, "reason", LoaderText(s.reason));
+    return Put(d, "path", NewText(s.path)) && Put(d, "name", NewText(s.name)) &&
+           Put(d, "reason", NewText(s.reason));
   });
 }
 
 PyObject* Shadowed(PyObject*, PyObject*) {
   if (!EnsureInitialized()) return nullptr;
   return DictList(g_registry->shadowed(), [](PyObject* d, const auto& s) {
-    return Put(d, "op", LoaderText(s.kernel.op)) &&
-           Put(d, "device", LoaderText(DeviceName(s.kernel.device_type))) &&
-           Put(d, "dtype", LoaderText(DtypeName(s.kernel.dtype))) &&
-           Put(d, "loser", LoaderText(s.loser)) &&
-           Put(d, "winner", LoaderText(s.winner));
+    return Put(d, "op", NewText(s.kernel.op)) &&
+           Put(d, "device", NewText(DeviceName(s.kernel.device_type))) &&
+           Put(d, "dtype", NewText(DtypeName(s.kernel.dtype))) &&
+           Put(d, "loser", NewText(s.loser)) &&
+           Put(d, "winner", NewText(s.winner));
   });
 }
 
@@ -306,7 +301,7 @@ PyObject* KernelFor(PyObject*, PyObject* args) {
       const KernelEntry* k = Dispatcher::Get().Find(static_cast<OpId>(i), dev,
                                                     static_cast<DtypeIndex>(d));
       if (k == nullptr) Py_RETURN_NONE;
-      return LoaderText(k->plugin->name);
+      return NewText(k->plugin->name);
     }
     return RaiseError(PyExc_ValueError,
                       fmt::format("unknown dtype '{}'", dtype)),
@@ -329,8 +324,8 @@ PyObject* SetPluginOption(PyObject*, PyObject* args) {
   const Plugin* found = g_registry->FindPlugin(plugin);
   const bool from_plugin = found != nullptr && found->set_option != nullptr;
   PyObject* message =
-      LoaderText(from_plugin ? fmt::format("{}: {}", found->name, sink.message)
-                             : sink.message);
+      NewText(from_plugin ? fmt::format("{}: {}", found->name, sink.message)
+                          : sink.message);
   if (message != nullptr) {
     PyErr_SetObject(PyExc_ValueError, message);
     Py_DECREF(message);

@@ -5,6 +5,7 @@
 #include <Python.h>
 
 #include <string>
+#include <string_view>
 
 namespace torchferry {
 
@@ -12,12 +13,10 @@ namespace torchferry {
 // name, an environment variable) as a Python str: invalid bytes come out as
 // backslash escapes ("caf\xe9") rather than as a UnicodeDecodeError, so that
 // nothing a plugin or the file system says can fail the call that reports it.
-inline PyObject* NewText(const char* text, size_t size) {
-  return PyUnicode_DecodeUTF8(text, static_cast<Py_ssize_t>(size),
+// Fails only when memory runs out.
+inline PyObject* NewText(std::string_view text) {
+  return PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()),
                               "backslashreplace");
-}
-inline PyObject* NewText(const std::string& text) {
-  return NewText(text.data(), text.size());
 }
 
 // A Python str as UTF-8 for a message, with lone surrogates (a keyword

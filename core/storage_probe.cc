@@ -8,10 +8,8 @@
 namespace torchferry {
 namespace {
 
-// How far into each object the scans read: the fields sit well inside both
-// in every torch 2.x (a StorageImpl's size follows its refcounts and DataPtr,
-// about byte 48), and neither object is smaller.
-constexpr Py_ssize_t kTensorImplScan = 256;
+// How far into a StorageImpl the scan reads: its size follows its refcounts
+// and DataPtr (about byte 48) in every torch 2.x, and it is larger than this.
 constexpr Py_ssize_t kStorageImplScan = 64;
 
 int64_t WordAt(const char* base, Py_ssize_t offset) {
@@ -43,7 +41,8 @@ Py_ssize_t OnlyOffset(Py_ssize_t limit, Pick pick, int* matches) {
 
 }  // namespace
 
-void StorageProbe::Calibrate(PyObject* torch_module, const AotiApi* api) {
+void StorageProbe::Calibrate(PyObject* torch_module, const AotiApi* api,
+                             Py_ssize_t impl_bytes) {
   api_ = api;
   // Two storages of distinctive sizes (float32: 31,676 and 31,628 bytes),
   // three views of the first at offsets 0, 5 and 11, and its .data.
@@ -84,7 +83,7 @@ void StorageProbe::Calibrate(PyObject* torch_module, const AotiApi* api) {
   }
   int matches;
   offset_at_ = OnlyOffset(
-      kTensorImplScan,
+      impl_bytes,
       [&](Py_ssize_t o) {
         return WordAt(t, o) == 0 && WordAt(t5, o) == 5 &&
                WordAt(t11, o) == 11 && WordAt(td, o) == 0;
@@ -96,7 +95,7 @@ void StorageProbe::Calibrate(PyObject* torch_module, const AotiApi* api) {
                                      matches));
   }
   storage_at_ = OnlyOffset(
-      kTensorImplScan,
+      impl_bytes,
       [&](Py_ssize_t o) {
         const int64_t w = WordAt(t, o);
         return w != 0 && w == WordAt(t5, o) && w == WordAt(t11, o) &&

@@ -22,7 +22,10 @@ namespace torchferry {
 
 class StorageProbe {
  public:
-  void Calibrate(PyObject* torch_module, const AotiApi* api);
+  // Reads no more than the first `impl_bytes` of a TensorImpl (bytes known
+  // to lie inside it; 0: none, and the getters are used).
+  void Calibrate(PyObject* torch_module, const AotiApi* api,
+                 Py_ssize_t impl_bytes);
 
   // False where torch could not say (the getters failed).
   bool Read(AtenTensorHandle handle, int64_t* offset, int64_t* nbytes) const {

@@ -9,9 +9,6 @@
 namespace torchferry {
 namespace {
 
-// The TensorImpl fields scanned for the counter: it sits well inside the
-// object in every torch 2.x, and the scan reads no further than this.
-constexpr Py_ssize_t kMaxScan = 256;
 // A VersionCounter is an intrusive_ptr_target (vtable, reference counts)
 // followed by std::atomic<uint32_t> version_: 24 bytes, version_ at 16.
 // Candidates stay inside those 24 bytes.
@@ -39,7 +36,7 @@ long VersionOf(PyObject* tensor) {
 
 }  // namespace
 
-void VersionCounter::Calibrate(PyObject* torch_module) {
+void VersionCounter::Calibrate(PyObject* torch_module, Py_ssize_t impl_bytes) {
   PyObject* graph = PyImport_ImportModule("torch.autograd.graph");
   increment_version_ =
       graph ? PyObject_GetAttrString(graph, "increment_version") : nullptr;
@@ -63,11 +60,17 @@ void VersionCounter::Calibrate(PyObject* torch_module) {
   // A base, a view of it (same counter), base.data (a counter of its own, and
   // flags that differ) and an unrelated tensor (its own counter, the same
   // flags).
-  PyObject* base = PyObject_CallMethod(torch_module, "empty", "(i)", 4);
-  PyObject* view = base ? PyObject_CallMethod(base, "view", "(i)", 4) : nullptr;
+  // Five dims fill a TensorImpl's inline sizes and strides, which a view
+  // would otherwise copy from its base with whatever the unused slots hold.
+  PyObject* base =
+      PyObject_CallMethod(torch_module, "empty", "(iiiii)", 1, 1, 1, 1, 4);
+  PyObject* view =
+      base ? PyObject_CallMethod(base, "view", "(iiiii)", 1, 1, 1, 1, 4)
+           : nullptr;
   PyObject* data = view ? PyObject_GetAttrString(base, "data") : nullptr;
-  PyObject* other =
-      data ? PyObject_CallMethod(torch_module, "empty", "(i)", 4) : nullptr;
+  PyObject* other = data ? PyObject_CallMethod(torch_module, "empty", "(iiiii)",
+                                               1, 1, 1, 1, 4)
+                         : nullptr;
   auto finish = [&](bool ok, std::string detail) {
     ok_ = ok;
     detail_ = std::move(detail);
@@ -89,7 +92,7 @@ void VersionCounter::Calibrate(PyObject* torch_module) {
     return finish(false, "the calibration tensors could not be made");
   }
   int matches = 0;
-  for (Py_ssize_t off = sizeof(void*); off < kMaxScan; off += 8) {
+  for (Py_ssize_t off = sizeof(void*); off + 8 <= impl_bytes; off += 8) {
     void* w = WordAt(impl_base, off);
     if (w != nullptr && w == WordAt(impl_view, off) &&
         WordAt(impl_data, off) != nullptr && WordAt(impl_data, off) != w &&

@@ -23,8 +23,9 @@ namespace torchferry {
 class VersionCounter {
  public:
   // Never fails: a failed calibration selects the Python fallback and says
-  // why in detail().
-  void Calibrate(PyObject* torch_module);
+  // why in detail(). Reads no more than the first `impl_bytes` of a
+  // TensorImpl (bytes known to lie inside it; 0: none, so it fails).
+  void Calibrate(PyObject* torch_module, Py_ssize_t impl_bytes);
 
   // `object` is the Python tensor, `handle` its at::Tensor*. False with a
   // Python exception set where the fallback failed.

@@ -1,6 +1,7 @@
 /* Correct, but its text is not UTF-8: a Latin-1 version string ("caf\xe9",
    cafe with an acute e in ISO 8859-1) and a set_option that fails with a
-   Latin-1 message. The host must show both (escaped), never crash on them.
+   Latin-1 message, and a kernel (noop on float64) that fails with one. The
+   host must show each (escaped), never crash on them.
    With TF_TEST_LATIN1_INIT=fail its init fails with a Latin-1 message
    instead, and the plugin is skipped with that reason. */
 #include <stdlib.h>
@@ -27,12 +28,17 @@ static tf_status latin1_set_option(const char* key, const char* value,
                              "option refus\xe9 (Latin-1 text)");
 }
 
+static tf_status latin1_kernel(const tf_call* call) {
+  return call->host->set_error(call->error_sink, TF_ERROR_INVALID_ARGUMENT,
+                               "kernel refus\xe9 (\xff)");
+}
+
 #define LATIN1_F64 \
   { TF_DTYPE_FLOAT, 64, 1 }
 
 /* noop on float64: a key no other synthetic plugin serves. */
 static const tf_kernel kernels[] = {
-    SYNTHETIC_KERNEL("noop", TF_DEVICE_CPU, LATIN1_F64, synthetic_ok_kernel),
+    SYNTHETIC_KERNEL("noop", TF_DEVICE_CPU, LATIN1_F64, latin1_kernel),
 };
 static const tf_plugin plugin = {sizeof(tf_plugin),
                                  TF_ABI_VERSION_MAJOR,

@@ -267,6 +267,20 @@ def test_non_utf8_version_and_option_message(built):
     assert option.startswith("OPTION ValueError "), option
     message = json.loads(option[len("OPTION ValueError "):])
     assert "latin1" in message and "refus\\xe9" in message, message
+    kernel = run("""
+import json, torch
+from torchferry import ops
+try:
+    ops.noop(torch.ones(2, dtype=torch.float64))
+    print("KERNEL accepted")
+except ValueError as e:
+    print("KERNEL " + json.dumps(str(e)))
+""", TORCHFERRY_PLUGIN_PATH=plugin)
+    survived(kernel)
+    line = [x for x in kernel.stdout.splitlines() if x.startswith("KERNEL")][-1]
+    assert line != "KERNEL accepted", line
+    message = json.loads(line[len("KERNEL "):])
+    assert message.startswith("latin1: noop(): ") and "refus\\xe9 (\\xff)" in message, message
     info_text = run("import sys; from torchferry import cli; sys.exit(cli.main(['info']))", TORCHFERRY_PLUGIN_PATH=plugin)
     survived(info_text)
     assert "latin1 caf\\xe9 1.0" in info_text.stdout
