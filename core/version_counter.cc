@@ -91,20 +91,36 @@ void VersionCounter::Calibrate(PyObject* torch_module, Py_ssize_t impl_bytes) {
       inference_mode_enabled_ == nullptr) {
     return finish(false, "the calibration tensors could not be made");
   }
+  // The base's words before a second view of it exists: reference counts
+  // (which two TensorImpls can happen to share) change with it, the
+  // counter does not, and the second view shares it too.
+  constexpr Py_ssize_t kMaxWords = 64;
+  if (impl_bytes > kMaxWords * 8) impl_bytes = kMaxWords * 8;
+  void* before[kMaxWords] = {};
+  for (Py_ssize_t off = 0; off + 8 <= impl_bytes; off += 8) {
+    before[off / 8] = WordAt(impl_base, off);
+  }
+  PyObject* view2 = PyObject_CallMethod(base, "view", "(iiiii)", 1, 1, 1, 1, 4);
+  const char* impl_view2 = view2 ? ImplOf(view2) : nullptr;
   int matches = 0;
-  for (Py_ssize_t off = sizeof(void*); off + 8 <= impl_bytes; off += 8) {
+  std::string where;
+  for (Py_ssize_t off = sizeof(void*); impl_view2 && off + 8 <= impl_bytes;
+       off += 8) {
     void* w = WordAt(impl_base, off);
-    if (w != nullptr && w == WordAt(impl_view, off) &&
-        WordAt(impl_data, off) != nullptr && WordAt(impl_data, off) != w &&
-        WordAt(impl_other, off) != nullptr && WordAt(impl_other, off) != w) {
+    if (w != nullptr && w == before[off / 8] && w == WordAt(impl_view, off) &&
+        w == WordAt(impl_view2, off) && WordAt(impl_data, off) != nullptr &&
+        WordAt(impl_data, off) != w && WordAt(impl_other, off) != nullptr &&
+        WordAt(impl_other, off) != w) {
       counter_offset_ = off;
-      ++matches;
+      where += fmt::format("{}{}", matches++ ? ", " : "", off);
     }
   }
+  Py_XDECREF(view2);
   if (matches != 1) {
-    return finish(false, fmt::format("{} TensorImpl words look like the "
-                                     "version counter (expected 1)",
-                                     matches));
+    return finish(false,
+                  fmt::format("{} TensorImpl words look like the "
+                              "version counter (expected 1{}{})",
+                              matches, matches ? ": bytes " : "", where));
   }
   const char* counter =
       static_cast<const char*>(WordAt(impl_base, counter_offset_));
