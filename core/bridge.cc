@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/dlpack_abi.h"
+#include "core/impl_words.h"
 #include "core/py_errors.h"
 
 namespace torchferry {
@@ -318,12 +319,6 @@ void Bridge::Calibrate(PyObject* torch_module, int major, int minor) {
   if (view == nullptr) {
     return finish(false, "could not create the calibration tensors");
   }
-  auto cdata_of = [](PyObject* t) -> void* {
-    PyObject* cdata = PyObject_GetAttrString(t, "_cdata");
-    void* p = cdata ? PyLong_AsVoidPtr(cdata) : nullptr;
-    Py_XDECREF(cdata);
-    return p;
-  };
   auto handle_at = [&](PyObject* t) -> AtenTensorHandle {
     char* obj = reinterpret_cast<char*>(t);
     if (c.borrowed_flag_offset >= 0 && *(obj + c.borrowed_flag_offset)) {
@@ -332,7 +327,7 @@ void Bridge::Calibrate(PyObject* torch_module, int major, int minor) {
     return reinterpret_cast<AtenTensorHandle>(obj + c.tensor_offset);
   };
   for (PyObject* t : {tensor, view}) {
-    void* impl = cdata_of(t);
+    const void* impl = TensorImplOf(t);
     void* word = *reinterpret_cast<void**>(handle_at(t));
     if (impl == nullptr || word != impl) {
       return finish(false,
@@ -618,15 +613,9 @@ void Bridge::ProbeNegBit(PyObject* torch_module) {
     Py_XDECREF(keys);
     return value != nullptr && !PyErr_Occurred();
   };
-  auto impl_of = [](PyObject* t) -> const char* {
-    PyObject* cdata = PyObject_GetAttrString(t, "_cdata");
-    void* impl = cdata ? PyLong_AsVoidPtr(cdata) : nullptr;
-    Py_XDECREF(cdata);
-    return static_cast<const char*>(impl);
-  };
   uint64_t raw_plain = 0, raw_negated = 0;
-  const char* impl_plain = negated ? impl_of(plain) : nullptr;
-  const char* impl_negated = negated ? impl_of(negated) : nullptr;
+  const char* impl_plain = negated ? TensorImplOf(plain) : nullptr;
+  const char* impl_negated = negated ? TensorImplOf(negated) : nullptr;
   if (keys_of == nullptr || impl_plain == nullptr || impl_negated == nullptr ||
       !raw_keys(plain, &raw_plain) || !raw_keys(negated, &raw_negated)) {
     p.detail = "torch._C._dispatch_keys(t).raw_repr() is unavailable";

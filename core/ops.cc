@@ -604,21 +604,33 @@ const OpSpec kOps[kNumOps] = {
 
 const OpSpec& Op(OpId id) { return kOps[static_cast<int>(id)]; }
 
-bool PrepareCall(const OpSpec& spec, const ParsedArgs& args, CallFrame& f) {
-  if (!spec.prepare(args, f)) return false;
+namespace {
+
+// Runs `pass` (which fills the frame) and, where Python that ran after a
+// tensor was read (allocating out, exporting an argument) changed that
+// tensor, rewinds and runs it once more: with out allocated and every import
+// kept, the second pass runs no Python.
+template <typename Pass>
+bool PrepareWithoutStaleReads(const char* op, CallFrame& f, const Pass& pass) {
+  if (!pass()) return false;
   if (!f.python_ran() || f.Unchanged()) return true;
-  // Python that ran after a tensor was read (allocating out, exporting an
-  // argument) changed it: what was checked is stale. Read everything again;
-  // with out allocated and every import kept, this pass runs no Python.
   f.Rewind();
-  ParsedArgs again = args;
-  if (f.owned_result != nullptr) again.out = f.owned_result;
-  if (!spec.prepare(again, f)) return false;
+  if (!pass()) return false;
   if (!f.python_ran()) return true;
   return RaiseError(PyExc_RuntimeError,
                     fmt::format("{}(): Python code ran while the call was "
                                 "prepared a second time; please report this",
-                                spec.name));
+                                op));
+}
+
+}  // namespace
+
+bool PrepareCall(const OpSpec& spec, const ParsedArgs& args, CallFrame& f) {
+  return PrepareWithoutStaleReads(spec.name, f, [&] {
+    ParsedArgs pass_args = args;  // the second pass takes the allocated out
+    if (f.owned_result != nullptr) pass_args.out = f.owned_result;
+    return spec.prepare(pass_args, f);
+  });
 }
 
 bool PrepareNoop(PyObject* const* args, Py_ssize_t nargs, CallFrame& f) {
@@ -626,7 +638,7 @@ bool PrepareNoop(PyObject* const* args, Py_ssize_t nargs, CallFrame& f) {
     return RaiseError(PyExc_ValueError, "noop(): too many tensors");
   }
   f.Reserve(static_cast<int>(nargs));
-  for (int pass = 0; pass < 2; ++pass) {  // as PrepareCall
+  return PrepareWithoutStaleReads("noop", f, [&] {
     for (Py_ssize_t i = 0; i < nargs; ++i) {
       TensorRef* r = f.Take(args[i], "tensor", false);
       if (r == nullptr) return false;
@@ -637,12 +649,8 @@ bool PrepareNoop(PyObject* const* args, Py_ssize_t nargs, CallFrame& f) {
       f.inputs[i] = TensorArg(r);
     }
     f.num_inputs = static_cast<int>(nargs);
-    if (!f.python_ran() || f.Unchanged()) return true;
-    f.Rewind();
-  }
-  return RaiseError(PyExc_RuntimeError,
-                    "noop(): Python code ran while the call was prepared a "
-                    "second time; please report this");
+    return true;
+  });
 }
 
 }  // namespace torchferry

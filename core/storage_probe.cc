@@ -2,8 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
 #include <vector>
+
+#include "core/impl_words.h"
 
 namespace torchferry {
 namespace {
@@ -11,19 +12,6 @@ namespace {
 // How far into a StorageImpl the scan reads: its size follows its refcounts
 // and DataPtr (about byte 48) in every torch 2.x, and it is larger than this.
 constexpr Py_ssize_t kStorageImplScan = 64;
-
-int64_t WordAt(const char* base, Py_ssize_t offset) {
-  int64_t word;
-  std::memcpy(&word, base + offset, sizeof(word));
-  return word;
-}
-
-const char* ImplOf(PyObject* tensor) {
-  PyObject* cdata = PyObject_GetAttrString(tensor, "_cdata");
-  void* impl = cdata ? PyLong_AsVoidPtr(cdata) : nullptr;
-  Py_XDECREF(cdata);
-  return static_cast<const char*>(impl);
-}
 
 // The one offset in [8, limit) where pick(offset) holds, or -1.
 template <typename Pick>
@@ -73,11 +61,11 @@ void StorageProbe::Calibrate(PyObject* torch_module, const AotiApi* api,
     for (PyObject* o : owned) Py_XDECREF(o);
     PyErr_Clear();
   };
-  const char* t = data && at5 && at11 && other ? ImplOf(base) : nullptr;
-  const char* t5 = t ? ImplOf(at5) : nullptr;
-  const char* t11 = t ? ImplOf(at11) : nullptr;
-  const char* td = t ? ImplOf(data) : nullptr;
-  const char* u = t ? ImplOf(other) : nullptr;
+  const char* t = data && at5 && at11 && other ? TensorImplOf(base) : nullptr;
+  const char* t5 = t ? TensorImplOf(at5) : nullptr;
+  const char* t11 = t ? TensorImplOf(at11) : nullptr;
+  const char* td = t ? TensorImplOf(data) : nullptr;
+  const char* u = t ? TensorImplOf(other) : nullptr;
   if (!t || !t5 || !t11 || !td || !u) {
     return finish(false, "the calibration tensors could not be made");
   }
@@ -85,8 +73,8 @@ void StorageProbe::Calibrate(PyObject* torch_module, const AotiApi* api,
   offset_at_ = OnlyOffset(
       impl_bytes,
       [&](Py_ssize_t o) {
-        return WordAt(t, o) == 0 && WordAt(t5, o) == 5 &&
-               WordAt(t11, o) == 11 && WordAt(td, o) == 0;
+        return WordAt<int64_t>(t, o) == 0 && WordAt<int64_t>(t5, o) == 5 &&
+               WordAt<int64_t>(t11, o) == 11 && WordAt<int64_t>(td, o) == 0;
       },
       &matches);
   if (offset_at_ < 0) {
@@ -97,9 +85,10 @@ void StorageProbe::Calibrate(PyObject* torch_module, const AotiApi* api,
   storage_at_ = OnlyOffset(
       impl_bytes,
       [&](Py_ssize_t o) {
-        const int64_t w = WordAt(t, o);
-        return w != 0 && w == WordAt(t5, o) && w == WordAt(t11, o) &&
-               w == WordAt(td, o) && WordAt(u, o) != 0 && WordAt(u, o) != w;
+        const int64_t w = WordAt<int64_t>(t, o);
+        return w != 0 && w == WordAt<int64_t>(t5, o) &&
+               w == WordAt<int64_t>(t11, o) && w == WordAt<int64_t>(td, o) &&
+               WordAt<int64_t>(u, o) != 0 && WordAt<int64_t>(u, o) != w;
       },
       &matches);
   if (storage_at_ < 0) {
@@ -124,12 +113,15 @@ void StorageProbe::Calibrate(PyObject* torch_module, const AotiApi* api,
                   "the AOTI storage getters disagree with the "
                   "calibration tensors");
   }
-  const char* s = reinterpret_cast<const char*>(WordAt(t, storage_at_));
-  const char* s_other = reinterpret_cast<const char*>(WordAt(u, storage_at_));
+  const char* s =
+      reinterpret_cast<const char*>(WordAt<int64_t>(t, storage_at_));
+  const char* s_other =
+      reinterpret_cast<const char*>(WordAt<int64_t>(u, storage_at_));
   nbytes_at_ = OnlyOffset(
       kStorageImplScan,
       [&](Py_ssize_t o) {
-        return WordAt(s, o) == bytes_base && WordAt(s_other, o) == bytes_other;
+        return WordAt<int64_t>(s, o) == bytes_base &&
+               WordAt<int64_t>(s_other, o) == bytes_other;
       },
       &matches);
   if (nbytes_at_ < 0) {

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "core/impl_words.h"
 #include "core/py_errors.h"
 
 namespace torchferry {
@@ -13,19 +14,6 @@ namespace {
 // followed by std::atomic<uint32_t> version_: 24 bytes, version_ at 16.
 // Candidates stay inside those 24 bytes.
 constexpr Py_ssize_t kValueCandidates[] = {16, 20, 8, 12};
-
-const char* ImplOf(PyObject* tensor) {
-  PyObject* cdata = PyObject_GetAttrString(tensor, "_cdata");
-  void* impl = cdata ? PyLong_AsVoidPtr(cdata) : nullptr;
-  Py_XDECREF(cdata);
-  return static_cast<const char*>(impl);
-}
-
-void* WordAt(const char* base, Py_ssize_t offset) {
-  void* word;
-  std::memcpy(&word, base + offset, sizeof(word));
-  return word;
-}
 
 long VersionOf(PyObject* tensor) {
   PyObject* v = PyObject_GetAttrString(tensor, "_version");
@@ -82,10 +70,10 @@ void VersionCounter::Calibrate(PyObject* torch_module, Py_ssize_t impl_bytes) {
     Py_XDECREF(other);
     PyErr_Clear();
   };
-  const char* impl_base = data ? ImplOf(base) : nullptr;
-  const char* impl_view = data ? ImplOf(view) : nullptr;
-  const char* impl_data = data ? ImplOf(data) : nullptr;
-  const char* impl_other = other ? ImplOf(other) : nullptr;
+  const char* impl_base = data ? TensorImplOf(base) : nullptr;
+  const char* impl_view = data ? TensorImplOf(view) : nullptr;
+  const char* impl_data = data ? TensorImplOf(data) : nullptr;
+  const char* impl_other = other ? TensorImplOf(other) : nullptr;
   if (impl_base == nullptr || impl_view == nullptr || impl_data == nullptr ||
       impl_other == nullptr || increment_version_ == nullptr ||
       inference_mode_enabled_ == nullptr) {
@@ -98,19 +86,22 @@ void VersionCounter::Calibrate(PyObject* torch_module, Py_ssize_t impl_bytes) {
   if (impl_bytes > kMaxWords * 8) impl_bytes = kMaxWords * 8;
   void* before[kMaxWords] = {};
   for (Py_ssize_t off = 0; off + 8 <= impl_bytes; off += 8) {
-    before[off / 8] = WordAt(impl_base, off);
+    before[off / 8] = WordAt<void*>(impl_base, off);
   }
   PyObject* view2 = PyObject_CallMethod(base, "view", "(iiiii)", 1, 1, 1, 1, 4);
-  const char* impl_view2 = view2 ? ImplOf(view2) : nullptr;
+  const char* impl_view2 = view2 ? TensorImplOf(view2) : nullptr;
   int matches = 0;
   std::string where;
   for (Py_ssize_t off = sizeof(void*); impl_view2 && off + 8 <= impl_bytes;
        off += 8) {
-    void* w = WordAt(impl_base, off);
-    if (w != nullptr && w == before[off / 8] && w == WordAt(impl_view, off) &&
-        w == WordAt(impl_view2, off) && WordAt(impl_data, off) != nullptr &&
-        WordAt(impl_data, off) != w && WordAt(impl_other, off) != nullptr &&
-        WordAt(impl_other, off) != w) {
+    void* w = WordAt<void*>(impl_base, off);
+    if (w != nullptr && w == before[off / 8] &&
+        w == WordAt<void*>(impl_view, off) &&
+        w == WordAt<void*>(impl_view2, off) &&
+        WordAt<void*>(impl_data, off) != nullptr &&
+        WordAt<void*>(impl_data, off) != w &&
+        WordAt<void*>(impl_other, off) != nullptr &&
+        WordAt<void*>(impl_other, off) != w) {
       counter_offset_ = off;
       where += fmt::format("{}{}", matches++ ? ", " : "", off);
     }
@@ -123,7 +114,7 @@ void VersionCounter::Calibrate(PyObject* torch_module, Py_ssize_t impl_bytes) {
                               matches, matches ? ": bytes " : "", where));
   }
   const char* counter =
-      static_cast<const char*>(WordAt(impl_base, counter_offset_));
+      static_cast<const char*>(WordAt<void*>(impl_base, counter_offset_));
   for (Py_ssize_t value_offset : kValueCandidates) {
     bool follows = true;
     for (int step = 0; follows && step < 3; ++step) {
@@ -148,7 +139,7 @@ void VersionCounter::Calibrate(PyObject* torch_module, Py_ssize_t impl_bytes) {
 void* VersionCounter::CounterOf(AtenTensorHandle handle) const {
   // An at::Tensor is one pointer: its TensorImpl*.
   const char* impl = *reinterpret_cast<const char* const*>(handle);
-  return WordAt(impl, counter_offset_);
+  return WordAt<void*>(impl, counter_offset_);
 }
 
 bool VersionCounter::Bump(PyObject* object, AtenTensorHandle handle) const {
