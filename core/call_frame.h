@@ -7,7 +7,7 @@
 // Python (an output's allocation, another argument's __dlpack__, a gc
 // callback either triggers) can resize or free what was read. Before such
 // Python runs, the frame notes the state of every torch tensor read so far;
-// after preparation, PrepareCall (core/ops.h) reads those states again, and
+// after preparation, PrepareCall (core/prepare.h) reads those states again, and
 // where one differs it prepares the call once more from the top, with the
 // outputs it allocated and the DLPack imports it made kept, so that the
 // second pass runs no Python at all.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/checks.h"
+#include "core/op_functions.h"
 #include "core/py_errors.h"
 
 namespace torchferry {
@@ -81,6 +82,24 @@ Dispatcher& Dispatcher::Get() {
   return *dispatcher;
 }
 
+bool EnsureInitialized() {
+  if (Bridge::Get().initialized()) return true;
+  return RaiseError(PyExc_RuntimeError,
+                    "torchferry._C is not initialised; import torchferry "
+                    "(not torchferry._C) so that torch is found first");
+}
+
+bool EnsureReady(const char* op) {
+  if (!EnsureInitialized()) return false;
+  if (Dispatcher::Get().attached()) return true;
+  return RaiseError(PyExc_RuntimeError,
+                    fmt::format("{}(): torchferry is still loading its "
+                                "plugins; ops cannot be called until import "
+                                "torchferry has finished (e.g. from a "
+                                "plugin's init)",
+                                op));
+}
+
 const KernelEntry* Dispatcher::Find(OpId op, const tf_device& device,
                                     DtypeIndex dtype) {
   const int device_slot = device.device_type == TF_DEVICE_CUDA ? 1 : 0;
@@ -89,14 +108,14 @@ const KernelEntry* Dispatcher::Find(OpId op, const tf_device& device,
   if (!slot.resolved) {
     // Filled under the GIL, which every op call holds while dispatching.
     slot.entry =
-        registry_->Find(Op(op).name, device.device_type, Dtype(dtype).dtype);
+        registry_->Find(OpName(op), device.device_type, Dtype(dtype).dtype);
     slot.resolved = true;
   }
   return slot.entry;
 }
 
 PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
-  const char* name = Op(op).name;
+  const char* name = Function(op).name.c_str();
   static const tf_device kCpu = {TF_DEVICE_CPU, 0};
   const tf_device& device = f.dispatch_ref ? f.dispatch_ref->view.device : kCpu;
   const DtypeIndex dtype = f.dispatch_ref ? f.dispatch_ref->dtype : kFloat32;

@@ -7,7 +7,7 @@
 #include <Python.h>
 
 #include "core/call_frame.h"
-#include "core/ops.h"
+#include "core/prepare.h"
 #include "loader/loader.h"
 
 namespace torchferry {
@@ -22,6 +22,12 @@ struct StreamArg {
   const char* bad_type = nullptr;
 };
 bool ParseStream(PyObject* stream, StreamArg* result);
+
+// False with a RuntimeError until `import torchferry` has started the bridge.
+bool EnsureInitialized();
+// EnsureInitialized, and every plugin loaded: a call from inside a plugin's
+// init (which runs while plugins load) would see only part of the registry.
+bool EnsureReady(const char* op);
 
 class Dispatcher {
  public:

@@ -10,7 +10,7 @@
 #include "core/bridge.h"
 #include "core/checks.h"
 #include "core/dispatch.h"
-#include "core/ops.h"
+#include "core/op_functions.h"
 #include "core/out_alloc.h"
 #include "core/py_errors.h"
 #include "core/py_view.h"
@@ -22,51 +22,6 @@ namespace {
 
 Registry* g_registry = nullptr;
 double g_load_seconds = 0;
-
-bool EnsureInitialized() {
-  if (Bridge::Get().initialized()) return true;
-  return RaiseError(PyExc_RuntimeError,
-                    "torchferry._C is not initialised; import torchferry "
-                    "(not torchferry._C) so that torch is found first");
-}
-
-// Ops need the registry complete: a call from inside a plugin's init (which
-// runs while plugins load) would see only part of it.
-bool EnsureReady(const char* op) {
-  if (!EnsureInitialized()) return false;
-  if (Dispatcher::Get().attached()) return true;
-  return RaiseError(PyExc_RuntimeError,
-                    fmt::format("{}(): torchferry is still loading its "
-                                "plugins; ops cannot be called until import "
-                                "torchferry has finished (e.g. from a "
-                                "plugin's init)",
-                                op));
-}
-
-// --- ops ---------------------------------------------------------------------
-
-template <OpId kOp>
-PyObject* OpEntry(PyObject*, PyObject* const* args, Py_ssize_t nargs,
-                  PyObject* kwnames) {
-  const OpSpec& spec = Op(kOp);
-  if (!EnsureReady(spec.name)) return nullptr;
-  ParsedArgs parsed;
-  if (!ParseArgs(spec.signature, args, nargs, kwnames, &parsed)) {
-    return nullptr;
-  }
-  StreamArg stream;
-  if (!ParseStream(parsed.stream, &stream)) return nullptr;
-  CallFrame frame(Bridge::Get(), spec.name);
-  if (!PrepareCall(spec, parsed, frame)) return nullptr;
-  return Dispatcher::Get().Run(kOp, frame, stream);
-}
-
-PyObject* NoopEntry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (!EnsureReady("noop")) return nullptr;
-  CallFrame frame(Bridge::Get(), "noop");
-  if (!PrepareNoop(args, nargs, frame)) return nullptr;
-  return Dispatcher::Get().Run(OpId::kNoop, frame, StreamArg{});
-}
 
 // --- start-up ----------------------------------------------------------------
 
@@ -80,8 +35,7 @@ PyObject* Init(PyObject*, PyObject* args) {
   }
   if (Bridge::Get().initialized()) Py_RETURN_NONE;
   if (!Bridge::Get().Init(torch_module, torch_version) ||
-      !InitGradCheck(torch_module) || !InitOutAlloc(torch_module) ||
-      !InternSignatureNames()) {
+      !InitGradCheck(torch_module) || !InitOutAlloc(torch_module)) {
     return nullptr;
   }
   SetHostQuery("torch.version", torch_version);
@@ -290,8 +244,8 @@ PyObject* KernelFor(PyObject*, PyObject* args) {
         fmt::format("unknown device '{}'; expected 'cpu' or 'cuda'", device));
     return nullptr;
   }
-  for (int i = 0; i < kNumOps; ++i) {
-    if (std::string(Op(static_cast<OpId>(i)).name) != op) continue;
+  for (size_t i = 0; i < kNumOps; ++i) {
+    if (OpName(static_cast<OpId>(i)) != op) continue;
     for (int d = 0; d < kNumDtypes; ++d) {
       if (std::string(Dtype(static_cast<DtypeIndex>(d)).name) != dtype) {
         continue;
@@ -333,6 +287,8 @@ PyObject* SetPluginOption(PyObject*, PyObject* args) {
   return nullptr;
 }
 
+PyObject* Schemas(PyObject*, PyObject*) { return SchemasList(); }
+
 PyObject* LoadSeconds(PyObject*, PyObject*) {
   return PyFloat_FromDouble(g_load_seconds);
 }
@@ -353,14 +309,6 @@ PyObject* TimeLookup(PyObject*, PyObject* args) {
                   .count();
   if (found < 0) Py_RETURN_NONE;
   return PyFloat_FromDouble(ns / static_cast<double>(iterations));
-}
-
-template <OpId kOp>
-PyMethodDef OpMethod() {
-  return {Op(kOp).name,
-          reinterpret_cast<PyCFunction>(
-              reinterpret_cast<void (*)()>(&OpEntry<kOp>)),
-          METH_FASTCALL | METH_KEYWORDS, Op(kOp).doc};
 }
 
 #define TF_CFUNC(fn) \
@@ -385,6 +333,7 @@ PyMethodDef g_methods[] = {
     {"_kernel_for", TF_CFUNC(KernelFor), METH_VARARGS, nullptr},
     {"_set_plugin_option", TF_CFUNC(SetPluginOption), METH_VARARGS, nullptr},
     {"_load_seconds", TF_CFUNC(LoadSeconds), METH_NOARGS, nullptr},
+    {"_schemas", TF_CFUNC(Schemas), METH_NOARGS, nullptr},
     {nullptr, nullptr, 0, nullptr},  // ops are added at module init
 };
 
@@ -398,50 +347,21 @@ PyModuleDef g_module = {PyModuleDef_HEAD_INIT,
                         nullptr,
                         nullptr};
 
-PyMethodDef g_op_methods[] = {
-    OpMethod<OpId::kAbs>(),
-    OpMethod<OpId::kNeg>(),
-    OpMethod<OpId::kExp>(),
-    OpMethod<OpId::kSilu>(),
-    OpMethod<OpId::kAdd>(),
-    OpMethod<OpId::kMul>(),
-    OpMethod<OpId::kClamp>(),
-    OpMethod<OpId::kStack>(),
-    OpMethod<OpId::kCast>(),
-    OpMethod<OpId::kSiluAndMul>(),
-    OpMethod<OpId::kRmsNorm>(),
-    OpMethod<OpId::kSoftmax>(),
-    OpMethod<OpId::kMatmul>(),
-    {"noop", TF_CFUNC(NoopEntry), METH_FASTCALL, nullptr},
-};
-
 }  // namespace
 }  // namespace torchferry
 
 extern "C" __attribute__((visibility("default"))) PyObject* PyInit__C() {
   using namespace torchferry;
-  for (int i = 0; i < kNumOps; ++i) {
-    if (OpName(static_cast<OpId>(i)) != Op(static_cast<OpId>(i)).name) {
-      PyErr_SetString(PyExc_ImportError,
-                      "torchferry._C: the op table is out of order with "
-                      "loader/op_names.h");
-      return nullptr;
-    }
-  }
+  if (!InitOpFunctions()) return nullptr;
   PyObject* module = PyModule_Create(&g_module);
   if (module == nullptr) return nullptr;
   if (!InitViewType(module)) {
     Py_DECREF(module);
     return nullptr;
   }
-  g_op_methods[static_cast<int>(OpId::kNoop)].ml_doc = Op(OpId::kNoop).doc;
-  for (PyMethodDef& def : g_op_methods) {
-    PyObject* fn = PyCFunction_NewEx(&def, nullptr, nullptr);
-    if (fn == nullptr || PyModule_AddObject(module, def.ml_name, fn) < 0) {
-      Py_XDECREF(fn);
-      Py_DECREF(module);
-      return nullptr;
-    }
+  if (!AddOpFunctions(module)) {
+    Py_DECREF(module);
+    return nullptr;
   }
   return module;
 }

@@ -34,24 +34,26 @@ bool NameEquals(PyObject* key, const char* name) {
 
 }  // namespace
 
-bool InternSignatureNames() {
-  for (const char* n : {"input", "other", "alpha", "min", "max", "tensors",
-                        "dim", "weight", "eps", "out", "stream"}) {
-    if (InternedName(n) == nullptr) return false;
+bool InternSignatureNames(const Signature& sig) {
+  if (InternedName("out") == nullptr || InternedName("stream") == nullptr) {
+    return false;
+  }
+  for (int i = 0; i < sig.num_params; ++i) {
+    if (InternedName(sig.params[i]) == nullptr) return false;
   }
   return true;
 }
 
 bool ParseArgs(const Signature& sig, PyObject* const* args, Py_ssize_t nargs,
                PyObject* kwnames, ParsedArgs* parsed) {
-  if (nargs > sig.num_params) {
+  if (nargs > sig.num_positional) {
     return RaiseError(PyExc_TypeError, std::string(sig.name) +
                                            "() takes at most " +
-                                           std::to_string(sig.num_params) +
+                                           std::to_string(sig.num_positional) +
                                            " positional arguments (" +
                                            std::to_string(nargs) + " given)");
   }
-  for (int i = 0; i < kMaxParams; ++i) {
+  for (int i = 0; i < sig.num_params; ++i) {
     parsed->values[i] = i < nargs ? args[i] : nullptr;
   }
   parsed->out = nullptr;
@@ -87,12 +89,13 @@ bool ParseArgs(const Signature& sig, PyObject* const* args, Py_ssize_t nargs,
     }
     *slot = value;
   }
-  for (int i = 0; i < sig.num_required; ++i) {
-    if (parsed->values[i] == nullptr) {
+  for (int i = 0; i < sig.num_params; ++i) {
+    if ((sig.required >> i & 1u) != 0 && parsed->values[i] == nullptr) {
+      const std::string where =
+          i < sig.num_positional ? " (pos " + std::to_string(i + 1) + ")" : "";
       return RaiseError(PyExc_TypeError, std::string(sig.name) +
                                              "() missing required argument '" +
-                                             sig.params[i] + "' (pos " +
-                                             std::to_string(i + 1) + ")");
+                                             sig.params[i] + "'" + where);
     }
   }
   return true;

@@ -8,13 +8,16 @@
 
 namespace torchferry {
 
-constexpr int kMaxParams = 6;
+constexpr int kMaxParams = 16;  // loader/op_schema.h's kMaxSchemaArgs
 
+// Derived from the op's schema (core/op_functions.cc); the names point into
+// it and live as long as the process.
 struct Signature {
-  const char* name;                // the op, for messages: "add"
-  const char* params[kMaxParams];  // positional-or-keyword, in order
-  int num_params;
-  int num_required;
+  const char* name = nullptr;        // the op, for messages: "add"
+  const char* params[kMaxParams]{};  // the schema's arguments but out=
+  int num_params = 0;
+  int num_positional = 0;  // params[0, num_positional) may come by position
+  uint32_t required = 0;   // bit i: params[i] has no default
   bool allow_stream_out = true;  // accepts the keyword-only out= and stream=
 };
 
@@ -24,8 +27,9 @@ struct ParsedArgs {
   PyObject* stream;
 };
 
-// Interns the parameter names once; call at module init.
-bool InternSignatureNames();
+// Interns a signature's parameter names (and out, stream) once; call at
+// module init for every op.
+bool InternSignatureNames(const Signature& sig);
 
 // Fills `parsed` or returns false with a TypeError in torch's words.
 bool ParseArgs(const Signature& sig, PyObject* const* args, Py_ssize_t nargs,

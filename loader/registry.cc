@@ -11,7 +11,7 @@
 #include "loader/known_values.h"
 #include "loader/loader.h"
 #include "loader/log.h"
-#include "loader/op_names.h"
+#include "loader/op_table.h"
 #include "loader/open_plugin.h"
 
 namespace torchferry {
@@ -144,7 +144,8 @@ const Plugin* Registry::Impl::LoadFileOrSkip(const std::string& path) {
   plugin->set_option = v.set_option;
   for (const ValidatedKernel& k : v.kernels) {
     plugin->kernels.push_back(
-        {std::string(kOpNames[k.op_index]), k.device_type, k.dtype});
+        {std::string(OpName(static_cast<OpId>(k.op_index))), k.device_type,
+         k.dtype});
   }
   plugins.push_back(std::move(plugin));
   const Plugin& loaded = *plugins.back();

@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "loader/known_values.h"
-#include "loader/op_names.h"
+#include "loader/op_table.h"
 
 namespace torchferry {
 namespace {
@@ -337,8 +337,9 @@ std::string DescriptorChange(const ValidationResult& before,
     if (a.index != b.index || a.op_index != b.op_index ||
         a.device_type != b.device_type || !SameDtype(a.dtype, b.dtype)) {
       return fmt::format("{} changed from ({}, {}, {}) to ({}, {}, {})", where,
-                         kOpNames[b.op_index], DeviceName(b.device_type),
-                         DtypeName(b.dtype), kOpNames[a.op_index],
+                         OpName(static_cast<OpId>(b.op_index)),
+                         DeviceName(b.device_type), DtypeName(b.dtype),
+                         OpName(static_cast<OpId>(a.op_index)),
                          DeviceName(a.device_type), DtypeName(a.dtype));
     }
     if (a.fn != b.fn) {

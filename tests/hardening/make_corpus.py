@@ -8,12 +8,20 @@ every case worth having instead of from nothing.
 """
 
 import os
+import re
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-OPS = ["abs", "neg", "exp", "silu", "add", "mul", "clamp", "stack", "cast", "silu_and_mul",
-       "rms_norm", "softmax", "matmul", "noop"]
+def _op_names():
+    """The built-in ops in table order: each entry of loader/op_table.h opens
+    with its schema, whose name is the op's."""
+    with open(os.path.join(HERE, "..", "..", "loader", "op_table.h"), encoding="utf-8") as f:
+        table = f.read().split("kOpTable[] = {", 1)[1]
+    return re.findall(r'^    \{"([a-z0-9_]+)\(', table, flags=re.M)
+
+
+OPS = _op_names()
 
 # --- fuzz_descriptor ---------------------------------------------------------
 # Dtype indices into kKnownDtypes: 0 float32, 1 float64, 2 float16, 3 bfloat16,
@@ -276,6 +284,27 @@ def dlpack_seeds():
     }
 
 
+# --- fuzz_schema --------------------------------------------------------------
+# The whole input is the schema text.
+
+
+def schema_seeds():
+    with open(os.path.join(HERE, "..", "..", "loader", "op_table.h"), encoding="utf-8") as f:
+        table = f.read().split("kOpTable[] = {", 1)[1]
+    builtin = re.findall(r'^    \{"([a-z0-9_]+\(.*?\) -> [^"]*)"', table, flags=re.M)
+    seeds = {f"builtin_{s.split('(')[0]}": s.encode() for s in builtin}
+    seeds.update({
+        "declared": b"acme::fused_gelu(Tensor x, Tensor? bias=None, *, float a=1.0, bool exact=True) -> Tensor",
+        "written": b"acme::axpy(Tensor x, *, Scalar a=2, Tensor(a!) out) -> Tensor(a!)",
+        "two_returns": b"acme::topk(Tensor x, int k=-1) -> (Tensor values, Tensor indices)",
+        "bad_type": b"f(Tensr x) -> Tensor",
+        "bad_default": b"f(int k=1e999) -> Tensor",
+        "unclosed": b"f(Tensor(a! x",
+        "nul": b"f(Tensor x)\x00 -> Tensor",
+    })
+    return seeds
+
+
 def write(folder, seeds):
     path = os.path.join(HERE, "corpus", folder)
     os.makedirs(path, exist_ok=True)
@@ -290,4 +319,5 @@ def write(folder, seeds):
 if __name__ == "__main__":
     write("descriptor", descriptor_seeds())
     write("call_args", call_seeds())
+    write("schema", schema_seeds())
     write("dlpack_import", dlpack_seeds())

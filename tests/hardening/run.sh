@@ -148,7 +148,7 @@ FUZZ_BUILD_OK=1
     "-Dc_args=$SAN_FLAGS -fsanitize=fuzzer-no-link" \
     "-Dcpp_args=$SAN_CXX_FLAGS -fsanitize=fuzzer-no-link" &&
     logged build-fuzz meson compile -C build/fuzz fuzz_descriptor fuzz_call_args \
-      fuzz_dlpack_import torchferry_cpu torchferry_example_c
+      fuzz_dlpack_import fuzz_schema torchferry_cpu torchferry_example_c
 } || { FUZZ_BUILD_OK=0; failed "the libFuzzer build"; }
 
 # --- ASan + UBSan ------------------------------------------------------------
@@ -262,13 +262,13 @@ grep -h '^FAIL' "$LOGS/asan-hostile.log" 2>/dev/null >&2
 
 # --- fuzzing -----------------------------------------------------------------
 if [ $FUZZ_BUILD_OK = 1 ]; then
-  say "fuzzing: 3 targets, $FUZZ_SECONDS s each, in parallel"
+  say "fuzzing: 4 targets, $FUZZ_SECONDS s each, in parallel"
   mkdir -p build/fuzz/artifacts
-  for target in descriptor call_args dlpack_import; do
+  for target in descriptor call_args dlpack_import schema; do
     mkdir -p "build/fuzz/corpus/$target"
     # LeakSanitizer for the pure C++ target; the others embed CPython.
     leaks=0
-    [ $target = descriptor ] && leaks=1
+    [ $target = descriptor ] || [ $target = schema ] && leaks=1
     # New inputs go to build/fuzz/corpus (kept between runs); the seeds under
     # tests/ are only read.
     env TF_TEST_CPU_PLUGIN="$ROOT/build/fuzz/plugins/cpu/torchferry_cpu.so" \
@@ -280,7 +280,7 @@ if [ $FUZZ_BUILD_OK = 1 ]; then
   done
   wait
   parts=()
-  for target in descriptor call_args dlpack_import; do
+  for target in descriptor call_args dlpack_import schema; do
     log="$LOGS/fuzz-$target.log"
     runs="$(grep -ho 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -n 1)"
     secs="$(grep -ho 'Done [0-9]* runs in [0-9]* second' "$log" | grep -o 'in [0-9]*' | grep -o '[0-9]*' | tail -n 1)"

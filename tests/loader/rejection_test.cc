@@ -8,7 +8,7 @@
 
 #include "loader/loader.h"
 #include "loader/log.h"
-#include "loader/op_names.h"
+#include "loader/op_table.h"
 #include "test_support.h"
 
 using namespace torchferry;

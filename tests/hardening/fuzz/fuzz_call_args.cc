@@ -11,7 +11,7 @@
 // AddressSanitizer reports any kernel that reads or writes outside a view.
 //
 // The geometry each op applies (broadcasting, out shapes, dims) mirrors
-// core/ops.cc step by step and calls the same check functions, because the
+// core/prepare.cc step by step and calls the same check functions, because the
 // Prepare* functions there take Python objects bridged from torch, which a
 // fuzzer cannot make without torch.
 //
@@ -42,7 +42,7 @@
 #include "core/checks.h"
 #include "core/dtypes.h"
 #include "loader/loader.h"
-#include "loader/op_names.h"
+#include "loader/op_table.h"
 
 using namespace torchferry;
 using torchferry::fuzz::ByteReader;
@@ -180,7 +180,7 @@ class Call {
                                bool* distinct) const;
 
   ByteReader& in_;
-  OpId op_ = OpId::kAbs;
+  OpId op_ = OpOf("abs");
   std::vector<std::unique_ptr<Operand>> operands_;
   CallFrame frame_{Bridge::Get(), "fuzz"};
   tf_arg inputs_[8] = {};
@@ -405,10 +405,11 @@ Operand* Call::Out(const std::vector<int64_t>& shape, DtypeIndex dtype) {
   return Fresh(shape, dtype);
 }
 
-// core/ops.cc TakeOut, minus the allocation and bridging.
+// core/prepare.cc TakeOut, minus the allocation and bridging.
 bool Call::TakeOut(DtypeIndex dtype, int ndim, const int64_t* shape,
                    Operand* like, Operand* out) {
-  const char* op = kOpNames[static_cast<int>(op_)].data();
+  const std::string op_name(OpName(op_));
+  const char* op = op_name.c_str();
   if (!CheckSameDevice(op, "out", out->ref, like->ref)) return false;
   if (dtype != kNoDtype && out->ref.dtype != dtype) return false;
   if (!CheckShape(op, "out", out->ref, ndim, shape) ||
@@ -443,7 +444,8 @@ tf_arg ScalarArg(ByteReader& in, DtypeIndex dtype) {
 }
 
 bool Call::PrepareUnary(bool float_only) {
-  const char* op = kOpNames[static_cast<int>(op_)].data();
+  const std::string op_name(OpName(op_));
+  const char* op = op_name.c_str();
   const DtypeIndex dtype = AnyDtype();
   Operand* x = Tensor(Shape(Rank()), dtype);
   tensor_inputs_.push_back({&x->ref.view, 0});
@@ -461,7 +463,8 @@ bool Call::PrepareUnary(bool float_only) {
 }
 
 bool Call::PrepareBinary() {
-  const char* op = kOpNames[static_cast<int>(op_)].data();
+  const std::string op_name(OpName(op_));
+  const char* op = op_name.c_str();
   const DtypeIndex dtype = AnyDtype();
   Operand* x = Tensor(Shape(Rank()), dtype);
   Operand* y = Tensor(BroadcastPartner(x->shape),
@@ -484,7 +487,7 @@ bool Call::PrepareBinary() {
   inputs_[0] = TensorArg(&x->ref.view);
   inputs_[1] = TensorArg(&y->ref.view);
   num_inputs_ = 2;
-  if (op_ == OpId::kAdd) {
+  if (op_ == OpOf("add")) {
     attrs_[0] = ScalarArg(in_, x->ref.dtype);
     num_attrs_ = 1;
   }
@@ -683,7 +686,7 @@ bool Call::PrepareSoftmax() {
       !CheckNoOverlap("softmax", "input", x->ref, out->ref, false)) {
     return false;
   }
-  if (rank == 0) {  // core/ops.cc: the ABI promises ndim >= 1
+  if (rank == 0) {  // core/prepare.cc: the ABI promises ndim >= 1
     static int64_t one[1] = {1};
     x->ref.view.ndim = 1;
     x->ref.view.shape = one;
@@ -703,7 +706,7 @@ bool Call::PrepareSoftmax() {
   return true;
 }
 
-// core/ops.cc As3d.
+// core/prepare.cc As3d.
 bool Call::As3d(tf_tensor* v, int64_t batch) {
   if (v->ndim == 3 && v->shape[0] == batch) return true;
   int64_t* shape = frame_.Arena(3);
@@ -747,7 +750,7 @@ bool Call::PrepareMatmul() {
   const int64_t ba = av.ndim == 3 ? av.shape[0] : 1;
   const int64_t bb = bv.ndim == 3 ? bv.shape[0] : 1;
   if (ak != bk || (ba != bb && ba != 1 && bb != 1)) return false;
-  const int64_t batch = ba == 1 ? bb : ba;  // as core/ops.cc: 1 takes 0 too
+  const int64_t batch = ba == 1 ? bb : ba;  // as core/prepare.cc: 1 takes 0 too
   const bool batched = av.ndim == 3 || bv.ndim == 3;
   int64_t shape[3] = {batch, am, bn};
   const int out_ndim = batched ? 3 : 2;
@@ -781,28 +784,28 @@ bool Call::PrepareNoop() {
 
 bool Call::Prepare() {
   switch (op_) {
-    case OpId::kAbs:
-    case OpId::kNeg:
+    case OpOf("abs"):
+    case OpOf("neg"):
       return PrepareUnary(false);
-    case OpId::kExp:
-    case OpId::kSilu:
+    case OpOf("exp"):
+    case OpOf("silu"):
       return PrepareUnary(true);
-    case OpId::kAdd:
-    case OpId::kMul:
+    case OpOf("add"):
+    case OpOf("mul"):
       return PrepareBinary();
-    case OpId::kClamp:
+    case OpOf("clamp"):
       return PrepareClamp();
-    case OpId::kStack:
+    case OpOf("stack"):
       return PrepareStack();
-    case OpId::kCast:
+    case OpOf("cast"):
       return PrepareCast();
-    case OpId::kSiluAndMul:
+    case OpOf("silu_and_mul"):
       return PrepareSiluAndMul();
-    case OpId::kRmsNorm:
+    case OpOf("rms_norm"):
       return PrepareRmsNorm();
-    case OpId::kSoftmax:
+    case OpOf("softmax"):
       return PrepareSoftmax();
-    case OpId::kMatmul:
+    case OpOf("matmul"):
       return PrepareMatmul();
     default:
       return PrepareNoop();
@@ -871,7 +874,7 @@ void Call::CheckAccepted() {
                          .itemsize)) {
       Broken(
           std::string("the checks accepted an out overlapping an input of ") +
-          kOpNames[static_cast<int>(op_)].data());
+          std::string(OpName(op_)).c_str());
     }
   }
   for (const tf_tensor* v : alias_ok_) {
@@ -881,7 +884,7 @@ void Call::CheckAccepted() {
     if (overlaps(*v, item) && !same_layout(*v)) {
       Broken(std::string("the checks accepted an out partly overlapping an "
                          "input of ") +
-             kOpNames[static_cast<int>(op_)].data());
+             std::string(OpName(op_)).c_str());
     }
   }
 }
@@ -890,7 +893,7 @@ void Call::CheckAccepted() {
 // crashing input into a report.
 void Call::Describe(const std::string& plugin) const {
   std::fprintf(stderr, "call %s of plugin '%s'\n",
-               kOpNames[static_cast<int>(op_)].data(), plugin.c_str());
+               std::string(OpName(op_)).c_str(), plugin.c_str());
   for (int i = 0; i < num_inputs_; ++i) {
     const tf_arg& a = inputs_[i];
     if (a.kind == TF_ARG_TENSOR) {
@@ -923,8 +926,8 @@ void Call::Describe(const std::string& plugin) const {
 }
 
 void Call::CallKernel(Registry* registry) {
-  const KernelEntry* k = registry->Find(kOpNames[static_cast<int>(op_)],
-                                        TF_DEVICE_CPU, Dtype(key_dtype_).dtype);
+  const KernelEntry* k =
+      registry->Find(OpName(op_), TF_DEVICE_CPU, Dtype(key_dtype_).dtype);
   if (k == nullptr) return;  // the host raises NotImplementedError
   // Snapshot every block; afterwards only the out's elements may differ.
   std::vector<std::pair<unsigned char*, std::vector<unsigned char>>> before;
@@ -949,8 +952,8 @@ void Call::CallKernel(Registry* registry) {
   call.host = HostApi();
   call.error_sink = &sink;
   const tf_status status = k->fn(&call);
-  const std::string where = std::string(kOpNames[static_cast<int>(op_)]) +
-                            " (" + Dtype(key_dtype_).name + ") of plugin '" +
+  const std::string where = std::string(OpName(op_)) + " (" +
+                            Dtype(key_dtype_).name + ") of plugin '" +
                             k->plugin->name + "'";
   if (status == TF_ERROR_UNSUPPORTED) {
     if (sink.message.empty()) Broken(where + ": unsupported without a message");
@@ -982,7 +985,7 @@ void Call::CallKernel(Registry* registry) {
 }
 
 void Call::Run() {
-  op_ = static_cast<OpId>(in_.Pick(static_cast<uint32_t>(OpId::kCount)));
+  op_ = static_cast<OpId>(in_.Pick(static_cast<uint32_t>(kNumOps)));
   if (!Prepare()) {
     PyErr_Clear();  // the exception the op would raise
     return;

@@ -34,7 +34,7 @@
 #include "abi/torchferry.h"
 #include "byte_reader.h"
 #include "loader/known_values.h"
-#include "loader/op_names.h"
+#include "loader/op_table.h"
 #include "loader/validate.h"
 
 using torchferry::fuzz::ByteReader;
@@ -103,8 +103,9 @@ const char* OpName(ByteReader& in, Arena& arena) {
       return arena.String(s);
     }
     default: {
-      const auto& names = torchferry::kOpNames;
-      return arena.String(std::string(names[in.U8() % names.size()]));
+      const auto op =
+          static_cast<torchferry::OpId>(in.U8() % torchferry::kNumOps);
+      return arena.String(std::string(torchferry::OpName(op)));
     }
   }
 }
@@ -150,8 +151,7 @@ void CheckAccepted(const torchferry::ValidationResult& r, size_t count,
   for (const torchferry::ValidatedKernel& k : r.kernels) {
     if (k.fn == nullptr) Broken("accepted a NULL kernel function");
     if (k.index >= count) Broken("a kernel index past num_kernels");
-    if (k.op_index < 0 ||
-        k.op_index >= static_cast<int>(torchferry::kOpNames.size())) {
+    if (k.op_index < 0 || k.op_index >= static_cast<int>(torchferry::kNumOps)) {
       Broken("accepted an op index outside the op table");
     }
     if (!torchferry::IsKnownDeviceType(k.device_type) ||
@@ -414,8 +414,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const torchferry::ValidatedKernel& v : r.kernels) {
     const auto* k =
         reinterpret_cast<const tf_kernel*>(kernels + v.index * stride);
-    if (torchferry::kOpNames[v.op_index] != k->op || v.fn != k->fn ||
-        v.device_type != k->device_type) {
+    if (torchferry::OpName(static_cast<torchferry::OpId>(v.op_index)) !=
+            k->op ||
+        v.fn != k->fn || v.device_type != k->device_type) {
       Broken("a kept kernel is not the descriptor's");
     }
   }

@@ -1,4 +1,4 @@
-#include "core/ops.h"
+#include "core/prepare.h"
 
 #include <fmt/format.h>
 
@@ -6,6 +6,7 @@
 #include <initializer_list>
 
 #include "core/checks.h"
+#include "core/op_functions.h"
 #include "core/out_alloc.h"
 #include "core/py_errors.h"
 
@@ -89,6 +90,28 @@ bool ScalarArg(const char* op, const char* what, PyObject* value,
                     hi));
   }
   arg->value.i = is_unsigned && v < 0 ? v + hi + 1 : v;
+  return true;
+}
+
+// A Scalar argument left out: its schema default, typed as ScalarArg would.
+bool DefaultScalarArg(const char* op, const SchemaArg& a, DtypeIndex dtype,
+                      tf_arg* arg) {
+  *arg = tf_arg{};
+  const SchemaDefault& d = a.default_value;
+  if (Dtype(dtype).is_float) {
+    arg->kind = TF_ARG_FLOAT;
+    arg->value.f =
+        d.kind == SchemaDefault::kFloat ? d.f : static_cast<double>(d.i);
+    return true;
+  }
+  if (d.kind != SchemaDefault::kInt) {
+    return RaiseError(PyExc_TypeError,
+                      fmt::format("{}(): {} defaults to a float but input "
+                                  "has integer dtype {}; pass an int",
+                                  op, a.name, Dtype(dtype).name));
+  }
+  arg->kind = TF_ARG_INT;
+  arg->value.i = d.i;
   return true;
 }
 
@@ -180,22 +203,25 @@ TensorRef* TakeLike(const char* op, const char* what, PyObject* obj,
 
 // --- the ops ---------------------------------------------------------------
 
-template <OpId kOp, bool kFloatOnly>
-bool PrepareUnary(const ParsedArgs& args, CallFrame& f) {
-  const char* op = Op(kOp).name;
+bool PrepareSameShape(const OpFunction& fn, const ParsedArgs& args,
+                      CallFrame& f) {
+  const char* op = fn.name.c_str();
+  const bool float_only = fn.entry->dtypes == DtypeRule::kFloat;
   TensorRef* x = f.Take(args.values[0], "input", false);
-  if (x == nullptr || (kFloatOnly && !CheckFloat(op, *x)) ||
+  if (x == nullptr || (float_only && !CheckFloat(op, *x)) ||
       !TakeOut(op, args, f, *x, x->dtype, x->view.ndim, x->view.shape) ||
-      !CheckNoOverlap(op, "input", *x, *f.out_ref, /*exact_alias_ok=*/true)) {
+      !CheckNoOverlap(op, "input", *x, *f.out_ref,
+                      fn.entry->alias == AliasRule::kExact)) {
     return false;
   }
   SetTensorInputs(f, {x}, x->numel);
   return true;
 }
 
-template <OpId kOp>
-bool PrepareBinary(const ParsedArgs& args, CallFrame& f) {
-  const char* op = Op(kOp).name;
+bool PrepareBroadcast(const OpFunction& fn, const ParsedArgs& args,
+                      CallFrame& f) {
+  const char* op = fn.name.c_str();
+  const bool exact_alias_ok = fn.entry->alias == AliasRule::kExact;
   TensorRef* x = f.Take(args.values[0], "input", false);
   TensorRef* y = x ? TakeLike(op, "other", args.values[1], f, *x) : nullptr;
   int ndim;
@@ -204,24 +230,27 @@ bool PrepareBinary(const ParsedArgs& args, CallFrame& f) {
       !TakeOut(op, args, f, *x, x->dtype, ndim, shape) ||
       !BroadcastTo(op, f, x, ndim, shape) ||
       !BroadcastTo(op, f, y, ndim, shape) ||
-      !CheckNoOverlap(op, "input", *x, *f.out_ref, true) ||
-      !CheckNoOverlap(op, "other", *y, *f.out_ref, true)) {
+      !CheckNoOverlap(op, "input", *x, *f.out_ref, exact_alias_ok) ||
+      !CheckNoOverlap(op, "other", *y, *f.out_ref, exact_alias_ok)) {
     return false;
   }
-  if (kOp == OpId::kAdd) {
-    PyObject* one = PyLong_FromLong(1);  // cached small int: no allocation
-    bool ok = ScalarArg(op, "alpha", args.values[2] ? args.values[2] : one,
-                        x->dtype, &f.attrs[0]);
-    Py_DECREF(one);
+  // Scalar attributes (add's alpha) follow the tensors, typed by x's dtype.
+  for (int i = 2; i < fn.signature.num_params; ++i) {
+    const SchemaArg& a = fn.schema.args[i];
+    const bool ok =
+        args.values[i] != nullptr
+            ? ScalarArg(op, a.name.c_str(), args.values[i], x->dtype,
+                        &f.attrs[f.num_attrs])
+            : DefaultScalarArg(op, a, x->dtype, &f.attrs[f.num_attrs]);
     if (!ok) return false;
-    f.num_attrs = 1;
+    ++f.num_attrs;
   }
   SetTensorInputs(f, {x, y}, f.out_ref->numel * 2);
   return true;
 }
 
-bool PrepareClamp(const ParsedArgs& args, CallFrame& f) {
-  const char* op = "clamp";
+bool PrepareClamp(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
+  const char* op = fn.name.c_str();
   PyObject* bounds[2] = {args.values[1], args.values[2]};
   const char* names[2] = {"min", "max"};
   if ((bounds[0] == nullptr || bounds[0] == Py_None) &&
@@ -284,8 +313,8 @@ bool PrepareClamp(const ParsedArgs& args, CallFrame& f) {
   return true;
 }
 
-bool PrepareStack(const ParsedArgs& args, CallFrame& f) {
-  const char* op = "stack";
+bool PrepareStack(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
+  const char* op = fn.name.c_str();
   PyObject* seq = args.values[0];
   if (!PyList_Check(seq) && !PyTuple_Check(seq)) {
     return RaiseError(PyExc_TypeError,
@@ -328,7 +357,8 @@ bool PrepareStack(const ParsedArgs& args, CallFrame& f) {
     views[i] = r->view;
   }
   int64_t dim;
-  if (!IntAttr(op, "dim", args.values[1], 0, &dim) ||
+  if (!IntAttr(op, "dim", args.values[1], fn.schema.args[1].default_value.i,
+               &dim) ||
       !WrapDim(op, dim, rank + 1, &dim)) {
     return false;
   }
@@ -362,8 +392,8 @@ bool PrepareStack(const ParsedArgs& args, CallFrame& f) {
   return true;
 }
 
-bool PrepareCast(const ParsedArgs& args, CallFrame& f) {
-  const char* op = "cast";
+bool PrepareCast(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
+  const char* op = fn.name.c_str();
   if (args.out == nullptr || args.out == Py_None) {
     return RaiseError(PyExc_TypeError,
                       "cast() missing required argument 'out': the target "
@@ -380,8 +410,9 @@ bool PrepareCast(const ParsedArgs& args, CallFrame& f) {
   return true;
 }
 
-bool PrepareSiluAndMul(const ParsedArgs& args, CallFrame& f) {
-  const char* op = "silu_and_mul";
+bool PrepareSiluAndMul(const OpFunction& fn, const ParsedArgs& args,
+                       CallFrame& f) {
+  const char* op = fn.name.c_str();
   TensorRef* x = f.Take(args.values[0], "input", false);
   if (x == nullptr || !CheckFloat(op, *x)) return false;
   const int ndim = x->view.ndim;
@@ -403,8 +434,9 @@ bool PrepareSiluAndMul(const ParsedArgs& args, CallFrame& f) {
   return true;
 }
 
-bool PrepareRmsNorm(const ParsedArgs& args, CallFrame& f) {
-  const char* op = "rms_norm";
+bool PrepareRmsNorm(const OpFunction& fn, const ParsedArgs& args,
+                    CallFrame& f) {
+  const char* op = fn.name.c_str();
   TensorRef* x = f.Take(args.values[0], "input", false);
   if (x == nullptr || !CheckFloat(op, *x)) return false;
   const int ndim = x->view.ndim;
@@ -417,7 +449,7 @@ bool PrepareRmsNorm(const ParsedArgs& args, CallFrame& f) {
   if (w == nullptr) return false;
   const int64_t last = x->view.shape[ndim - 1];
   if (!CheckShape(op, "weight", *w, 1, &last)) return false;
-  double eps = 1e-6;
+  double eps = fn.schema.args[2].default_value.f;
   if (args.values[2] != nullptr && args.values[2] != Py_None) {
     PyObject* e = args.values[2];
     if (!PyFloat_Check(e) && !PyLong_Check(e)) f.NotePython();  // __float__
@@ -440,12 +472,14 @@ bool PrepareRmsNorm(const ParsedArgs& args, CallFrame& f) {
   return true;
 }
 
-bool PrepareSoftmax(const ParsedArgs& args, CallFrame& f) {
-  const char* op = "softmax";
+bool PrepareSoftmax(const OpFunction& fn, const ParsedArgs& args,
+                    CallFrame& f) {
+  const char* op = fn.name.c_str();
   TensorRef* x = f.Take(args.values[0], "input", false);
   if (x == nullptr || !CheckFloat(op, *x)) return false;
   int64_t dim;
-  if (!IntAttr(op, "dim", args.values[1], -1, &dim) ||
+  if (!IntAttr(op, "dim", args.values[1], fn.schema.args[1].default_value.i,
+               &dim) ||
       !WrapDim(op, dim, x->view.ndim, &dim) ||
       !TakeOut(op, args, f, *x, x->dtype, x->view.ndim, x->view.shape) ||
       !CheckNoOverlap(op, "input", *x, *f.out_ref, false)) {
@@ -488,8 +522,8 @@ bool As3d(CallFrame& f, tf_tensor* v, int64_t batch) {
   return true;
 }
 
-bool PrepareMatmul(const ParsedArgs& args, CallFrame& f) {
-  const char* op = "matmul";
+bool PrepareMatmul(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
+  const char* op = fn.name.c_str();
   TensorRef* a = f.Take(args.values[0], "input", false);
   if (a == nullptr || !CheckFloat(op, *a)) return false;
   TensorRef* b = TakeLike(op, "other", args.values[1], f, *a);
@@ -532,77 +566,33 @@ bool PrepareMatmul(const ParsedArgs& args, CallFrame& f) {
   return true;
 }
 
-#define TF_UNARY_OP(op_name, id, float_only, text)                     \
-  {                                                                    \
-#op_name, text,                                                    \
-        {#op_name, {"input" }, 1, 1 }, &PrepareUnary < id, float_only> \
-  }
-
-const OpSpec kOps[kNumOps] = {
-    TF_UNARY_OP(abs, OpId::kAbs, false,
-                "abs(input, *, out=None, stream=None) -> out = |input|"),
-    TF_UNARY_OP(neg, OpId::kNeg, false,
-                "neg(input, *, out=None, stream=None) -> out = -input"),
-    TF_UNARY_OP(exp, OpId::kExp, true,
-                "exp(input, *, out=None, stream=None) -> out = e**input"),
-    TF_UNARY_OP(silu, OpId::kSilu, true,
-                "silu(input, *, out=None, stream=None) -> out = input * "
-                "sigmoid(input)"),
-    {"add",
-     "add(input, other, alpha=1, *, out=None, stream=None) -> out = input + "
-     "alpha * other, broadcasting",
-     {"add", {"input", "other", "alpha"}, 3, 2},
-     &PrepareBinary<OpId::kAdd>},
-    {"mul",
-     "mul(input, other, *, out=None, stream=None) -> out = input * other, "
-     "broadcasting",
-     {"mul", {"input", "other"}, 2, 2},
-     &PrepareBinary<OpId::kMul>},
-    {"clamp",
-     "clamp(input, min=None, max=None, *, out=None, stream=None): each bound "
-     "a number, a tensor or None",
-     {"clamp", {"input", "min", "max"}, 3, 1},
-     &PrepareClamp},
-    {"stack",
-     "stack(tensors, dim=0, *, out=None, stream=None) -> tensors joined "
-     "along a new dim",
-     {"stack", {"tensors", "dim"}, 2, 1},
-     &PrepareStack},
-    {"cast",
-     "cast(input, *, out, stream=None) -> input converted to out's dtype",
-     {"cast", {"input"}, 1, 1},
-     &PrepareCast},
-    {"silu_and_mul",
-     "silu_and_mul(input, *, out=None, stream=None) -> silu(input[..., :d]) "
-     "* input[..., d:]",
-     {"silu_and_mul", {"input"}, 1, 1},
-     &PrepareSiluAndMul},
-    {"rms_norm",
-     "rms_norm(input, weight, eps=1e-6, *, out=None, stream=None) over the "
-     "last dim",
-     {"rms_norm", {"input", "weight", "eps"}, 3, 2},
-     &PrepareRmsNorm},
-    {"softmax",
-     "softmax(input, dim=-1, *, out=None, stream=None)",
-     {"softmax", {"input", "dim"}, 2, 1},
-     &PrepareSoftmax},
-    {"matmul",
-     "matmul(input, other, *, out=None, stream=None) for 2-D and batched 3-D "
-     "operands",
-     {"matmul", {"input", "other"}, 2, 2},
-     &PrepareMatmul},
-    {"noop",
-     "noop(*tensors) -> None: bridges every tensor and calls a kernel that "
-     "reads the views and does nothing (measures dispatch)",
-     {"noop", {}, 0, 0, false},
-     nullptr},
-};
-
-#undef TF_UNARY_OP
-
 }  // namespace
 
-const OpSpec& Op(OpId id) { return kOps[static_cast<int>(id)]; }
+PrepareFn PrepareFor(Geometry geometry) {
+  switch (geometry) {
+    case Geometry::kSameShape:
+      return &PrepareSameShape;
+    case Geometry::kBroadcast:
+      return &PrepareBroadcast;
+    case Geometry::kClamp:
+      return &PrepareClamp;
+    case Geometry::kStack:
+      return &PrepareStack;
+    case Geometry::kCast:
+      return &PrepareCast;
+    case Geometry::kLastDimHalved:
+      return &PrepareSiluAndMul;
+    case Geometry::kRowNorm:
+      return &PrepareRmsNorm;
+    case Geometry::kSoftmax:
+      return &PrepareSoftmax;
+    case Geometry::kMatmul:
+      return &PrepareMatmul;
+    case Geometry::kNoop:
+      return nullptr;
+  }
+  return nullptr;
+}
 
 namespace {
 
@@ -625,11 +615,11 @@ bool PrepareWithoutStaleReads(const char* op, CallFrame& f, const Pass& pass) {
 
 }  // namespace
 
-bool PrepareCall(const OpSpec& spec, const ParsedArgs& args, CallFrame& f) {
-  return PrepareWithoutStaleReads(spec.name, f, [&] {
+bool PrepareCall(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
+  return PrepareWithoutStaleReads(fn.name.c_str(), f, [&] {
     ParsedArgs pass_args = args;  // the second pass takes the allocated out
     if (f.owned_result != nullptr) pass_args.out = f.owned_result;
-    return spec.prepare(pass_args, f);
+    return fn.prepare(fn, pass_args, f);
   });
 }
 

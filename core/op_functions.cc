@@ -1,0 +1,221 @@
+#include "core/op_functions.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <deque>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "core/py_errors.h"
+
+namespace torchferry {
+namespace {
+
+// Built once at import, never resized: Signature and PyMethodDef point into
+// these for the life of the process.
+std::deque<OpFunction>& Functions() {
+  static auto* functions = new std::deque<OpFunction>();
+  return *functions;
+}
+
+// What an op function's `self` is: a handle on its OpFunction, so that one
+// C function serves every op at the cost of one pointer read.
+struct OpHandle {
+  PyObject_HEAD const OpFunction* fn;
+};
+
+PyObject* CallOp(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                 PyObject* kwnames) {
+  const OpFunction& fn = *reinterpret_cast<OpHandle*>(self)->fn;
+  if (!EnsureReady(fn.name.c_str())) return nullptr;
+  ParsedArgs parsed;
+  if (!ParseArgs(fn.signature, args, nargs, kwnames, &parsed)) return nullptr;
+  StreamArg stream;
+  if (!ParseStream(parsed.stream, &stream)) return nullptr;
+  CallFrame frame(Bridge::Get(), fn.name.c_str());
+  if (!PrepareCall(fn, parsed, frame)) return nullptr;
+  return Dispatcher::Get().Run(fn.id, frame, stream);
+}
+
+PyObject* CallNoop(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  const OpFunction& fn = *reinterpret_cast<OpHandle*>(self)->fn;
+  if (!EnsureReady("noop")) return nullptr;
+  CallFrame frame(Bridge::Get(), "noop");
+  if (!PrepareNoop(args, nargs, frame)) return nullptr;
+  return Dispatcher::Get().Run(fn.id, frame, StreamArg{});
+}
+
+// The signature as Python writes it, e.g.
+// "add(input, other, alpha=1, *, out=None, stream=None)"; with
+// `self_marker`, "$module" comes first, as __text_signature__ wants it.
+std::string PythonSignature(const OpFunction& fn, bool self_marker) {
+  std::vector<std::string> params;
+  if (self_marker) params.push_back("$module");
+  if (fn.entry->geometry == Geometry::kNoop) {
+    params.push_back("*" + fn.schema.args[0].name);
+    return fmt::format("{}({})", fn.name, fmt::join(params, ", "));
+  }
+  bool star = false;
+  bool out_declared = false;
+  for (const SchemaArg& a : fn.schema.args) {
+    if (a.kwarg_only && !star) {
+      params.push_back("*");
+      star = true;
+    }
+    if (a.written) {
+      out_declared = true;
+      params.push_back(a.name);
+    } else {
+      params.push_back(
+          a.has_default ? a.name + "=" + DefaultText(a.default_value) : a.name);
+    }
+  }
+  if (!star) params.push_back("*");
+  if (!out_declared) params.push_back("out=None");
+  params.push_back("stream=None");
+  return fmt::format("{}({})", fn.name, fmt::join(params, ", "));
+}
+
+bool Derive(const OpEntry& entry, OpId id, OpFunction* fn) {
+  fn->id = id;
+  fn->entry = &entry;
+  std::string error;
+  if (!ParseSchema(entry.schema, &fn->schema, &error)) {
+    return RaiseError(PyExc_ImportError,
+                      fmt::format("torchferry._C: the schema of built-in op "
+                                  "{} is malformed, {}: {}",
+                                  static_cast<int>(id), error, entry.schema));
+  }
+  fn->name = fn->schema.qualified_name();
+  Signature& sig = fn->signature;
+  sig.name = fn->name.c_str();
+  sig.allow_stream_out = entry.geometry != Geometry::kNoop;
+  for (const SchemaArg& a : fn->schema.args) {
+    if (a.written) continue;  // the out= every op parses
+    if (sig.num_params == kMaxParams) {
+      return RaiseError(PyExc_ImportError,
+                        fmt::format("torchferry._C: op {} has more than {} "
+                                    "arguments",
+                                    fn->name, kMaxParams));
+    }
+    if (!a.has_default) sig.required |= 1u << sig.num_params;
+    if (!a.kwarg_only) ++sig.num_positional;
+    sig.params[sig.num_params++] = a.name.c_str();
+  }
+  fn->prepare = PrepareFor(entry.geometry);
+  fn->doc = PythonSignature(*fn, /*self_marker=*/true) + "\n--\n\n" +
+            std::string(entry.doc);
+  return InternSignatureNames(sig);
+}
+
+// [{"name", "type", "optional", "kwarg_only", "written", "default"}], the
+// default as Python writes it or None when there is none.
+PyObject* ArgsList(const OpSchema& schema) {
+  PyObject* list = PyList_New(0);
+  if (list == nullptr) return nullptr;
+  for (const SchemaArg& a : schema.args) {
+    PyObject* item = Py_BuildValue(
+        "{s:s,s:s,s:O,s:O,s:O,s:N}", "name", a.name.c_str(), "type",
+        ArgTypeName(a.type), "optional", a.optional ? Py_True : Py_False,
+        "kwarg_only", a.kwarg_only ? Py_True : Py_False, "written",
+        a.written ? Py_True : Py_False, "default",
+        a.has_default
+            ? PyUnicode_FromString(DefaultText(a.default_value).c_str())
+            : (Py_INCREF(Py_None), Py_None));
+    if (item == nullptr || PyList_Append(list, item) < 0) {
+      Py_XDECREF(item);
+      Py_DECREF(list);
+      return nullptr;
+    }
+    Py_DECREF(item);
+  }
+  return list;
+}
+
+const char* DtypeRuleName(DtypeRule rule) {
+  return rule == DtypeRule::kFloat ? "float" : "any";
+}
+
+}  // namespace
+
+bool InitOpFunctions() {
+  if (!Functions().empty()) return true;
+  for (size_t i = 0; i < kNumOps; ++i) {
+    Functions().emplace_back();
+    if (!Derive(kOpTable[i], static_cast<OpId>(i), &Functions().back())) {
+      Functions().clear();
+      return false;
+    }
+  }
+  return true;
+}
+
+const OpFunction& Function(OpId op) {
+  return Functions()[static_cast<size_t>(op)];
+}
+
+bool AddOpFunctions(PyObject* module) {
+  static PyType_Slot slots[] = {{0, nullptr}};
+  static PyType_Spec spec = {"torchferry._C.OpHandle", sizeof(OpHandle), 0,
+                             Py_TPFLAGS_DEFAULT, slots};
+  PyObject* type = PyType_FromSpec(&spec);
+  if (type == nullptr) return false;
+  // The method defs must outlive the functions: kept with the process.
+  static auto* defs = new std::deque<PyMethodDef>();
+  PyObject* module_name = PyUnicode_FromString("torchferry.ops");
+  bool ok = module_name != nullptr;
+  for (const OpFunction& fn : Functions()) {
+    if (!ok) break;
+    const bool noop = fn.entry->geometry == Geometry::kNoop;
+    defs->push_back({fn.name.c_str(),
+                     noop ? reinterpret_cast<PyCFunction>(
+                                reinterpret_cast<void (*)()>(&CallNoop))
+                          : reinterpret_cast<PyCFunction>(
+                                reinterpret_cast<void (*)()>(&CallOp)),
+                     noop ? METH_FASTCALL : METH_FASTCALL | METH_KEYWORDS,
+                     fn.doc.c_str()});
+    PyObject* handle =
+        PyType_GenericAlloc(reinterpret_cast<PyTypeObject*>(type), 0);
+    if (handle == nullptr) {
+      ok = false;
+      break;
+    }
+    reinterpret_cast<OpHandle*>(handle)->fn = &fn;
+    PyObject* function = PyCFunction_NewEx(&defs->back(), handle, module_name);
+    Py_DECREF(handle);  // the function holds it
+    ok = function != nullptr &&
+         PyModule_AddObject(module, fn.name.c_str(), function) == 0;
+    if (!ok) Py_XDECREF(function);
+  }
+  Py_XDECREF(module_name);
+  Py_DECREF(type);  // the handles hold it
+  return ok;
+}
+
+PyObject* SchemasList() {
+  PyObject* list = PyList_New(0);
+  if (list == nullptr) return nullptr;
+  for (const OpFunction& fn : Functions()) {
+    const OpEntry& e = *fn.entry;
+    const std::string doc(e.doc), contract(e.contract);
+    PyObject* item = Py_BuildValue(
+        "{s:s,s:s,s:s,s:N,s:n,s:s,s:s,s:s,s:s,s:O}", "name", fn.name.c_str(),
+        "schema", fn.schema.ToString().c_str(), "signature",
+        PythonSignature(fn, /*self_marker=*/false).c_str(), "args",
+        ArgsList(fn.schema), "returns",
+        static_cast<Py_ssize_t>(fn.schema.returns.size()), "doc", doc.c_str(),
+        "dtypes", DtypeRuleName(e.dtypes), "aliasing",
+        e.alias == AliasRule::kExact ? "exact" : "none", "contract",
+        contract.c_str(), "declared_by", Py_None);
+    if (item == nullptr || PyList_Append(list, item) < 0) {
+      Py_XDECREF(item);
+      Py_DECREF(list);
+      return nullptr;
+    }
+    Py_DECREF(item);
+  }
+  return list;
+}
+
+}  // namespace torchferry

@@ -1,0 +1,41 @@
+// The Python face of each op, derived at start-up from its entry in
+// loader/op_table.h: the parsed schema, the argument-parsing signature, the
+// doc with a __text_signature__ (so inspect.signature works), the preparation
+// rule, and the vectorcall function that torchferry.ops exposes.
+#pragma once
+
+#include <Python.h>
+
+#include <string>
+
+#include "core/prepare.h"
+#include "core/py_args.h"
+#include "loader/op_schema.h"
+#include "loader/op_table.h"
+
+namespace torchferry {
+
+struct OpFunction {
+  OpId id;
+  const OpEntry* entry;
+  OpSchema schema;
+  std::string name;  // schema.qualified_name(), NUL-terminated for messages
+  Signature signature;
+  std::string doc;  // "name($module, ...)\n--\n\n" + entry->doc
+  PrepareFn prepare;
+};
+
+// Parses every entry's schema and derives its function; false with a Python
+// exception when an entry is malformed (a bug caught at import).
+bool InitOpFunctions();
+
+const OpFunction& Function(OpId op);
+
+// Adds one function per op to `module`, each a METH_FASTCALL C function whose
+// self carries its OpFunction: no tuple, dict or Python frame per call.
+bool AddOpFunctions(PyObject* module);
+
+// torchferry.ops.schemas(): one dict per op, in the table's order.
+PyObject* SchemasList();
+
+}  // namespace torchferry

@@ -1,0 +1,170 @@
+// The built-in ops, one entry each: everything about an op is here, and
+// every other list is derived from this one. The loader keys its kernel
+// registry by an op's index in this table; core derives from each entry the
+// Python function (name, signature, doc), the argument checks and the output
+// shape; abi/ABI.md's op table, torchferry/ops.pyi and
+// torchferry.ops.schemas() are generated from it (`./dev generate`, checked
+// by tests/python/test_op_table.py).
+//
+// Adding an op: append an entry (an op's index is part of the registry key,
+// so entries are never reordered or removed within ABI major 1), give it a
+// Geometry (a new one only when no existing rule shapes its output; core/
+// prepare.cc holds the hooks), write its kernels, and test it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include "loader/op_schema.h"
+
+namespace torchferry {
+
+// Which dtypes the host lets through to a kernel (for the first tensor
+// input; the others must share it unless the geometry says otherwise).
+// Whether a kernel exists for a dtype is the registry's business.
+enum class DtypeRule : uint8_t {
+  kAny,    // every dtype ABI.md lists
+  kFloat,  // float16, bfloat16, float32, float64
+};
+
+// May an output be the very same view (data, shape, strides) as an input?
+// No other overlap is ever passed to a kernel.
+enum class AliasRule : uint8_t {
+  kNone,
+  kExact,
+};
+
+// How the output's shape follows from the inputs, and the rest of what the
+// host checks and rewrites that a schema cannot say. Each value has one
+// preparation rule in core/prepare.cc.
+enum class Geometry : uint8_t {
+  kSameShape,      // out: the input's shape
+  kBroadcast,      // tensor inputs broadcast together; out: the result
+  kClamp,          // bounds: a number, a tensor (broadcast) or None
+  kStack,          // out: the list's common shape with its count at dim
+  kCast,           // out: the input's shape, any dtype (the cast's target)
+  kLastDimHalved,  // out: the input's shape with its last dim halved
+  kRowNorm,        // weight: 1-D, the input's last dim
+  kSoftmax,        // dim wrapped; a 0-dim input reaches kernels as [1]
+  kMatmul,         // [B, m, k] x [B, k, n] -> [B, m, n]
+  kNoop,           // *tensors, no output: measures dispatch
+};
+
+struct OpEntry {
+  // Torch's schema language (loader/op_schema.h). Every op also takes the
+  // keyword-only out= (unless the schema declares its own) and stream=.
+  std::string_view schema;
+  DtypeRule dtypes;
+  AliasRule alias;
+  Geometry geometry;
+  std::string_view doc;       // one line: help(), schemas(), the stubs
+  std::string_view contract;  // for ABI.md: what a kernel receives and does
+};
+
+inline constexpr OpEntry kOpTable[] = {
+    {"abs(Tensor input) -> Tensor", DtypeRule::kAny, AliasRule::kExact,
+     Geometry::kSameShape, "out = |input|",
+     "inputs: x. out: x's shape and dtype. Float and signed int dtypes."},
+    {"neg(Tensor input) -> Tensor", DtypeRule::kAny, AliasRule::kExact,
+     Geometry::kSameShape, "out = -input",
+     "inputs: x. out: x's shape and dtype. Float and signed int dtypes."},
+    {"exp(Tensor input) -> Tensor", DtypeRule::kFloat, AliasRule::kExact,
+     Geometry::kSameShape, "out = e**input",
+     "inputs: x. out: x's shape and dtype."},
+    {"silu(Tensor input) -> Tensor", DtypeRule::kFloat, AliasRule::kExact,
+     Geometry::kSameShape, "out = input * sigmoid(input)",
+     "inputs: x. out: x's shape and dtype; silu(x) = x / (1 + exp(-x))."},
+    {"add(Tensor input, Tensor other, Scalar alpha=1) -> Tensor",
+     DtypeRule::kAny, AliasRule::kExact, Geometry::kBroadcast,
+     "out = input + alpha * other, broadcasting",
+     "inputs: x, y, broadcast to out's shape (same ndim, stride 0 on "
+     "broadcast dims). attrs: alpha, `TF_ARG_FLOAT` for float dtypes, "
+     "`TF_ARG_INT` for int dtypes. out = x + alpha * y."},
+    {"mul(Tensor input, Tensor other) -> Tensor", DtypeRule::kAny,
+     AliasRule::kExact, Geometry::kBroadcast,
+     "out = input * other, broadcasting",
+     "inputs: x, y, broadcast as for add. out = x * y."},
+    {"clamp(Tensor input, Tensor? min=None, Tensor? max=None) -> Tensor",
+     DtypeRule::kAny, AliasRule::kExact, Geometry::kClamp,
+     "out = min(max(input, min), max); each bound a number, a tensor or None",
+     "inputs: x, min, max; each bound `TF_ARG_NONE`, `TF_ARG_TENSOR` (same "
+     "dtype, broadcast to out's shape), `TF_ARG_FLOAT` (float dtypes) or "
+     "`TF_ARG_INT` (int dtypes); at least one is present. out = min(max(x, "
+     "min), max); NaN in x propagates."},
+    {"stack(Tensor[] tensors, int dim=0) -> Tensor", DtypeRule::kAny,
+     AliasRule::kNone, Geometry::kStack, "tensors joined along a new dim",
+     "inputs: xs, `TF_ARG_TENSOR_LIST`, count >= 1, one shape and dtype. "
+     "attrs: dim, `TF_ARG_INT` in [0, x.ndim]. out: x's shape with count "
+     "inserted at dim."},
+    {"cast(Tensor input, *, Tensor(a!) out) -> Tensor(a!)", DtypeRule::kAny,
+     AliasRule::kNone, Geometry::kCast, "input converted to out's dtype",
+     "inputs: x. out: x's shape, any dtype the plugin carries. Float to int "
+     "truncates toward zero; to bool is `x != 0`; the kernel is keyed by x's "
+     "dtype and returns `TF_ERROR_UNSUPPORTED` for an out dtype it lacks."},
+    {"silu_and_mul(Tensor input) -> Tensor", DtypeRule::kFloat,
+     AliasRule::kNone, Geometry::kLastDimHalved,
+     "silu(input[..., :d]) * input[..., d:]",
+     "inputs: x, ndim >= 1, last dim 2d. out: x's shape with last dim d; "
+     "out = silu(x[..., :d]) * x[..., d:]."},
+    {"rms_norm(Tensor input, Tensor weight, float eps=1e-06) -> Tensor",
+     DtypeRule::kFloat, AliasRule::kNone, Geometry::kRowNorm,
+     "input / sqrt(mean(input**2) + eps) * weight, over the last dim",
+     "inputs: x, ndim >= 1; weight, 1-D of x's last dim, same dtype. attrs: "
+     "eps, `TF_ARG_FLOAT`. out: x's shape. out = x / sqrt(mean(x^2 over the "
+     "last dim) + eps) * weight; accumulate in at least float32."},
+    {"softmax(Tensor input, int dim=-1) -> Tensor", DtypeRule::kFloat,
+     AliasRule::kNone, Geometry::kSoftmax,
+     "exp(input) / sum(exp(input)) "
+     "along dim",
+     "inputs: x, ndim >= 1 (0-dim arrives as shape [1]). attrs: dim, "
+     "`TF_ARG_INT` in [0, ndim). out: x's shape; accumulate in at least "
+     "float32."},
+    {"matmul(Tensor input, Tensor other) -> Tensor", DtypeRule::kFloat,
+     AliasRule::kNone, Geometry::kMatmul,
+     "matrix product of 2-D and batched 3-D operands",
+     "inputs: a [B, m, k], b [B, k, n]. out: [B, m, n]. Always 3-D: 2-D "
+     "operands arrive with a batch of 1 prepended, a 2-D operand beside a "
+     "3-D one with batch stride 0. Accumulate in at least float32."},
+    {"noop(Tensor[] tensors) -> ()", DtypeRule::kAny, AliasRule::kNone,
+     Geometry::kNoop,
+     "bridges every tensor and calls a kernel that reads the views and does "
+     "nothing (measures dispatch)",
+     "inputs: any number of `TF_ARG_TENSOR`. Reads every view and does "
+     "nothing; keyed by the first tensor, or (CPU, float32) when there is "
+     "none."},
+};
+
+inline constexpr size_t kNumOps = std::size(kOpTable);
+
+// An op's index in kOpTable. A strong type: the registry, core's caches and
+// the Python functions all key on it.
+enum class OpId : uint16_t {};
+
+constexpr std::string_view OpName(OpId op) {
+  return SchemaName(kOpTable[static_cast<size_t>(op)].schema);
+}
+constexpr const OpEntry& Entry(OpId op) {
+  return kOpTable[static_cast<size_t>(op)];
+}
+
+// The index of `op` in kOpTable, or -1 when the host has no such op.
+constexpr int OpIndex(std::string_view op) {
+  for (size_t i = 0; i < kNumOps; ++i) {
+    if (SchemaName(kOpTable[i].schema) == op) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+namespace op_table_detail {
+// Not constexpr: naming an op the table lacks in OpOf() fails to compile.
+inline OpId UnknownOp() { return OpId{}; }
+}  // namespace op_table_detail
+
+// The id of a built-in op by name, for code that means one op.
+constexpr OpId OpOf(std::string_view op) {
+  return OpIndex(op) >= 0 ? static_cast<OpId>(OpIndex(op))
+                          : op_table_detail::UnknownOp();
+}
+
+}  // namespace torchferry
