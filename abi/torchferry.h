@@ -17,7 +17,8 @@
  *  - A minor version only appends fields, statuses, codes and host services.
  *    A major version breaks; the host refuses plugins of another major.
  *  - Pointers are borrowed for the duration of the call they arrive in unless
- *    a comment says otherwise. `// out` marks what the callee writes.
+ *    a comment says otherwise. A comment that starts with `out` marks what
+ *    the callee writes.
  *
  * Compiles as C99 and as C++; includes only <stdint.h> and <stddef.h>.
  */
@@ -36,7 +37,7 @@ extern "C" {
  * ------------------------------------------------------------------------- */
 
 #define TF_ABI_VERSION_MAJOR 1
-#define TF_ABI_VERSION_MINOR 0
+#define TF_ABI_VERSION_MINOR 1
 
 /* The one symbol a plugin exports; its type is tf_plugin_entry_fn. */
 #define TF_PLUGIN_ENTRY_SYMBOL "torchferry_plugin_entry"
@@ -107,7 +108,8 @@ typedef struct tf_tensor {
   int64_t* shape;     /* ndim sizes; borrowed, never NULL when ndim > 0 */
   int64_t* strides;   /* ndim strides in ELEMENTS; never NULL when ndim > 0;
                          0 on a broadcast dimension */
-  uint64_t byte_offset; /* bytes from data to element 0; usually 0 */
+  uint64_t byte_offset; /* bytes from data to element 0; always 0 from the
+                           host (the offset is folded into data) */
   /* --- torchferry's own fields --- */
   const void* source; /* opaque handle of the tensor this view was read
                          from, or NULL; see source_kind */
@@ -157,8 +159,8 @@ typedef struct tf_call {
   int32_t num_inputs;
   int32_t num_attrs;
   const tf_arg* attrs; /* scalar attributes, in the op's order */
-  const tf_tensor* outputs; /* written by the kernel; never alias an input
-                               unless the op allows it */
+  const tf_tensor* outputs; /* out: the kernel writes their elements; never
+                               alias an input unless the op allows it */
   int32_t num_outputs;
   int32_t reserved;
   void* stream;      /* cudaStream_t (or the device's equivalent) to enqueue
@@ -169,6 +171,46 @@ typedef struct tf_call {
 } tf_call;
 
 typedef tf_status (*tf_kernel_fn)(const tf_call* call);
+
+/* ---------------------------------------------------------------------------
+ * Ops a plugin declares (ABI 1.1). Besides the built-in ops (ABI.md), a
+ * plugin may bring ops of its own: each is declared once, with a schema, and
+ * then served by the plugin's kernels like any other op.
+ * ------------------------------------------------------------------------- */
+
+/* The most dimensions an output of a declared op may have (torch's own cap). */
+#define TF_MAX_NDIM 64
+
+/* What an output will be: filled by tf_op_decl.infer. */
+typedef struct tf_tensor_spec {
+  tf_dtype dtype;             /* out */
+  int32_t ndim;               /* out: 0 .. TF_MAX_NDIM */
+  int64_t shape[TF_MAX_NDIM]; /* out: ndim sizes, each >= 0 */
+} tf_tensor_spec;
+
+/* Gives each output's dtype and shape from the call's inputs and attrs (as a
+   kernel would see them; `outputs` and `stream` are NULL and tensor data must
+   not be read: under torch.compile the tensors have no data). Fills
+   specs[0 .. num_specs) and returns TF_OK, or reports why the arguments do
+   not fit the op through call->host->set_error (e.g.
+   TF_ERROR_INVALID_ARGUMENT: "x and y differ in shape: [2, 3] and [3]"). The
+   host allocates the outputs from the specs, or checks the user's out=
+   against them; it refuses a negative size, a rank above TF_MAX_NDIM or an
+   unknown dtype. Must be re-entrant, like a kernel. */
+typedef tf_status (*tf_infer_fn)(const tf_call* call, tf_tensor_spec* specs,
+                                 int32_t num_specs);
+
+typedef struct tf_op_decl {
+  size_t struct_size;
+  /* "namespace::name", each part [a-z_][a-z0-9_]*, 1 to 63 characters; the
+     namespace is the vendor's (the plugin's name is a good choice). */
+  const char* name;
+  /* torch's schema language, the name included (ABI.md "Declared ops"):
+     "acme::fused_gelu(Tensor x, *, float approximate=0.0) -> Tensor". */
+  const char* schema;
+  tf_infer_fn infer; /* never NULL */
+  const char* doc;   /* one line for Python's help(); may be NULL */
+} tf_op_decl;
 
 /* ---------------------------------------------------------------------------
  * Host services, handed to the entry function. Valid until the process ends.
@@ -189,7 +231,7 @@ struct tf_host_api {
      adds the plugin's name and raises it in the caller's language. Returns
      `status` so a kernel can `return host->set_error(sink, status, msg);`. */
   tf_status (*set_error)(void* error_sink, tf_status status,
-                         const char* message);
+                         const char* message); /* out: error_sink */
   /* Answers a question about the running host, or NULL for an unknown key.
      Keys in v1: "host.version", "torch.version" (e.g. "2.14.1", NULL before
      torch is found). The string lives until the process ends. */
@@ -239,7 +281,23 @@ typedef struct tf_plugin {
      sizeof(tf_kernel), which is also the array's stride. */
   const tf_kernel* kernels;
   size_t num_kernels;
+  /* --- ABI 1.1 --- */
+  /* An array of num_ops declarations, each with struct_size set to the same
+     sizeof(tf_op_decl), which is also the array's stride. Kernels name a
+     declared op by its full name ("acme::fused_gelu"). NULL when none. */
+  const tf_op_decl* ops;
+  size_t num_ops;
 } tf_plugin;
+
+/* The size each growing struct had in a minor version: the end of its last
+   field then. A reader compares struct_size with these, never with the
+   sizeof() it was compiled with (that grows with every minor). */
+#define TF_PLUGIN_V1_0_SIZE (offsetof(tf_plugin, num_kernels) + sizeof(size_t))
+#define TF_PLUGIN_V1_1_SIZE (offsetof(tf_plugin, num_ops) + sizeof(size_t))
+#define TF_KERNEL_V1_0_SIZE (offsetof(tf_kernel, kernel_data) + sizeof(void*))
+#define TF_HOST_API_V1_0_SIZE (offsetof(tf_host_api, query) + sizeof(void*))
+#define TF_CALL_V1_0_SIZE (offsetof(tf_call, error_sink) + sizeof(void*))
+#define TF_OP_DECL_V1_1_SIZE (offsetof(tf_op_decl, doc) + sizeof(void*))
 
 /* The entry function. Returns the plugin's descriptor, or NULL when the plugin
    cannot serve this host (it should log why through host->log first). */

@@ -25,8 +25,8 @@
 
 namespace torchferry {
 
-constexpr int kMaxAttrs = 4;
-constexpr int kMaxRank = 16;  // for rewritten shapes; bridged views have none
+constexpr int kMaxAttrs = 16;  // a schema's arguments at most
+constexpr int kMaxRank = 16;   // for rewritten shapes; bridged views have none
 constexpr int kInlineTensors = 12;
 
 class CallFrame {

@@ -82,6 +82,8 @@ Dispatcher& Dispatcher::Get() {
   return *dispatcher;
 }
 
+PyObject* ExceptionFor(tf_status status) { return ErrorTypeFor(status); }
+
 bool EnsureInitialized() {
   if (Bridge::Get().initialized()) return true;
   return RaiseError(PyExc_RuntimeError,
@@ -104,11 +106,15 @@ const KernelEntry* Dispatcher::Find(OpId op, const tf_device& device,
                                     DtypeIndex dtype) {
   const int device_slot = device.device_type == TF_DEVICE_CUDA ? 1 : 0;
   if (registry_ == nullptr) return nullptr;  // still loading: cache nothing
-  Slot& slot = cache_[static_cast<int>(op)][device_slot][dtype];
+  const size_t index =
+      (static_cast<size_t>(op) * kDeviceSlots + device_slot) * kNumDtypes +
+      static_cast<size_t>(dtype);
+  if (index >= cache_.size()) return nullptr;  // an op the registry lacks
+  Slot& slot = cache_[index];
   if (!slot.resolved) {
     // Filled under the GIL, which every op call holds while dispatching.
-    slot.entry =
-        registry_->Find(OpName(op), device.device_type, Dtype(dtype).dtype);
+    slot.entry = registry_->Find(Function(op).name, device.device_type,
+                                 Dtype(dtype).dtype);
     slot.resolved = true;
   }
   return slot.entry;

@@ -6,6 +6,8 @@
 
 #include <Python.h>
 
+#include <vector>
+
 #include "core/call_frame.h"
 #include "core/prepare.h"
 #include "loader/loader.h"
@@ -29,11 +31,17 @@ bool EnsureInitialized();
 // init (which runs while plugins load) would see only part of the registry.
 bool EnsureReady(const char* op);
 
+// The Python exception type for a failed kernel's status.
+PyObject* ExceptionFor(tf_status status);
+
 class Dispatcher {
  public:
   static Dispatcher& Get();
   // Once every plugin has loaded: until then no lookup is made or cached.
-  void Attach(const Registry* registry) { registry_ = registry; }
+  void Attach(const Registry* registry) {
+    cache_.assign(registry->num_ops() * kDeviceSlots * kNumDtypes, Slot{});
+    registry_ = registry;
+  }
   bool attached() const { return registry_ != nullptr; }
   const Registry* registry() const { return registry_; }
 
@@ -51,7 +59,7 @@ class Dispatcher {
     bool resolved = false;
   };
   static constexpr int kDeviceSlots = 2;  // cpu, cuda
-  Slot cache_[kNumOps][kDeviceSlots][kNumDtypes];
+  std::vector<Slot> cache_;  // [op][device slot][dtype], sized at Attach
   const Registry* registry_ = nullptr;
 };
 

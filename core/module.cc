@@ -25,7 +25,7 @@ double g_load_seconds = 0;
 
 // --- start-up ----------------------------------------------------------------
 
-PyObject* Init(PyObject*, PyObject* args) {
+PyObject* Init(PyObject* module, PyObject* args) {
   PyObject* torch_module;
   const char* torch_version;
   const char* plugin_dir;
@@ -45,6 +45,7 @@ PyObject* Init(PyObject*, PyObject* args) {
   g_load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
+  if (!InitDeclaredOps(*g_registry) || !AddOpFunctions(module)) return nullptr;
   Dispatcher::Get().Attach(g_registry);
   Py_RETURN_NONE;
 }
@@ -200,6 +201,18 @@ PyObject* KernelList(const std::vector<KernelInfo>& kernels) {
   return list;
 }
 
+PyObject* TextList(const std::vector<std::string>& items) {
+  PyObject* list = PyList_New(0);
+  if (list == nullptr) return nullptr;
+  for (const std::string& item : items) {
+    if (!Append(list, NewText(item))) {
+      Py_DECREF(list);
+      return nullptr;
+    }
+  }
+  return list;
+}
+
 PyObject* Plugins(PyObject*, PyObject*) {
   if (!EnsureInitialized()) return nullptr;
   return DictList(g_registry->plugins(), [](PyObject* d, const auto& p) {
@@ -210,7 +223,8 @@ PyObject* Plugins(PyObject*, PyObject*) {
                NewText(p->kind == TF_PLUGIN_NATIVE ? "native" : "fallback")) &&
            Put(d, "abi",
                NewText(fmt::format("{}.{}", p->abi_major, p->abi_minor))) &&
-           Put(d, "kernels", KernelList(p->kernels));
+           Put(d, "kernels", KernelList(p->kernels)) &&
+           Put(d, "declared_ops", TextList(p->declared_ops));
   });
 }
 
@@ -244,16 +258,17 @@ PyObject* KernelFor(PyObject*, PyObject* args) {
         fmt::format("unknown device '{}'; expected 'cpu' or 'cuda'", device));
     return nullptr;
   }
-  for (size_t i = 0; i < kNumOps; ++i) {
-    if (OpName(static_cast<OpId>(i)) != op) continue;
+  const int index = g_registry->OpIndexOf(op);
+  if (index >= 0) {
+    const OpId id = static_cast<OpId>(index);
     for (int d = 0; d < kNumDtypes; ++d) {
       if (std::string(Dtype(static_cast<DtypeIndex>(d)).name) != dtype) {
         continue;
       }
       tf_device dev = {
           std::string(device) == "cuda" ? TF_DEVICE_CUDA : TF_DEVICE_CPU, 0};
-      const KernelEntry* k = Dispatcher::Get().Find(static_cast<OpId>(i), dev,
-                                                    static_cast<DtypeIndex>(d));
+      const KernelEntry* k =
+          Dispatcher::Get().Find(id, dev, static_cast<DtypeIndex>(d));
       if (k == nullptr) Py_RETURN_NONE;
       return NewText(k->plugin->name);
     }

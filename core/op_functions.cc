@@ -52,9 +52,10 @@ PyObject* CallNoop(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
 std::string PythonSignature(const OpFunction& fn, bool self_marker) {
   std::vector<std::string> params;
   if (self_marker) params.push_back("$module");
+  const std::string& name = fn.schema.name;  // the attribute's name
   if (fn.entry->geometry == Geometry::kNoop) {
     params.push_back("*" + fn.schema.args[0].name);
-    return fmt::format("{}({})", fn.name, fmt::join(params, ", "));
+    return fmt::format("{}({})", name, fmt::join(params, ", "));
   }
   bool star = false;
   bool out_declared = false;
@@ -74,19 +75,12 @@ std::string PythonSignature(const OpFunction& fn, bool self_marker) {
   if (!star) params.push_back("*");
   if (!out_declared) params.push_back("out=None");
   params.push_back("stream=None");
-  return fmt::format("{}({})", fn.name, fmt::join(params, ", "));
+  return fmt::format("{}({})", name, fmt::join(params, ", "));
 }
 
-bool Derive(const OpEntry& entry, OpId id, OpFunction* fn) {
-  fn->id = id;
-  fn->entry = &entry;
-  std::string error;
-  if (!ParseSchema(entry.schema, &fn->schema, &error)) {
-    return RaiseError(PyExc_ImportError,
-                      fmt::format("torchferry._C: the schema of built-in op "
-                                  "{} is malformed, {}: {}",
-                                  static_cast<int>(id), error, entry.schema));
-  }
+// Fills everything but id, entry and schema, which the caller set.
+bool Derive(OpFunction* fn) {
+  const OpEntry& entry = *fn->entry;
   fn->name = fn->schema.qualified_name();
   Signature& sig = fn->signature;
   sig.name = fn->name.c_str();
@@ -101,6 +95,7 @@ bool Derive(const OpEntry& entry, OpId id, OpFunction* fn) {
     }
     if (!a.has_default) sig.required |= 1u << sig.num_params;
     if (!a.kwarg_only) ++sig.num_positional;
+    fn->params[sig.num_params] = &a;
     sig.params[sig.num_params++] = a.name.c_str();
   }
   fn->prepare = PrepareFor(entry.geometry);
@@ -142,11 +137,50 @@ const char* DtypeRuleName(DtypeRule rule) {
 bool InitOpFunctions() {
   if (!Functions().empty()) return true;
   for (size_t i = 0; i < kNumOps; ++i) {
-    Functions().emplace_back();
-    if (!Derive(kOpTable[i], static_cast<OpId>(i), &Functions().back())) {
+    OpFunction& fn = Functions().emplace_back();
+    fn.id = static_cast<OpId>(i);
+    fn.entry = &kOpTable[i];
+    std::string error;
+    if (!ParseSchema(kOpTable[i].schema, &fn.schema, &error)) {
+      Functions().clear();
+      return RaiseError(PyExc_ImportError,
+                        fmt::format("torchferry._C: the schema of built-in op "
+                                    "{} is malformed, {}: {}",
+                                    i, error, kOpTable[i].schema));
+    }
+    if (!Derive(&fn)) {
       Functions().clear();
       return false;
     }
+  }
+  return true;
+}
+
+bool InitDeclaredOps(const Registry& registry) {
+  for (const DeclaredOp& op : registry.declared_ops()) {
+    const int index = registry.OpIndexOf(op.name);
+    if (index != static_cast<int>(Functions().size())) {
+      return RaiseError(PyExc_ImportError,
+                        fmt::format("torchferry._C: declared op {} is number "
+                                    "{} in the registry but {} here",
+                                    op.name, index, Functions().size()));
+    }
+    OpFunction& fn = Functions().emplace_back();
+    fn.id = static_cast<OpId>(index);
+    fn.schema = op.schema;
+    fn.declared_by = op.declared_by->name;
+    fn.declared_text[0] = op.spelling;
+    fn.declared_text[1] =
+        op.doc.empty() ? "declared by plugin '" + fn.declared_by + "'" : op.doc;
+    fn.declared_text[2] = fmt::format(
+        "declared by plugin '{}': tensor arguments in inputs, the others in "
+        "attrs, in the schema's order; out as the plugin's infer gives it",
+        fn.declared_by);
+    fn.declared = {fn.declared_text[0], DtypeRule::kAny,
+                   AliasRule::kNone,    Geometry::kDeclared,
+                   fn.declared_text[1], fn.declared_text[2]};
+    fn.entry = &fn.declared;
+    if (!Derive(&fn)) return false;
   }
   return true;
 }
@@ -159,16 +193,17 @@ bool AddOpFunctions(PyObject* module) {
   static PyType_Slot slots[] = {{0, nullptr}};
   static PyType_Spec spec = {"torchferry._C.OpHandle", sizeof(OpHandle), 0,
                              Py_TPFLAGS_DEFAULT, slots};
-  PyObject* type = PyType_FromSpec(&spec);
+  static PyObject* type = PyType_FromSpec(&spec);  // kept with the process
   if (type == nullptr) return false;
   // The method defs must outlive the functions: kept with the process.
   static auto* defs = new std::deque<PyMethodDef>();
+  static size_t added = 0;  // built-in ops at import, declared ones at _init
   PyObject* module_name = PyUnicode_FromString("torchferry.ops");
   bool ok = module_name != nullptr;
-  for (const OpFunction& fn : Functions()) {
-    if (!ok) break;
+  for (; ok && added < Functions().size(); ++added) {
+    const OpFunction& fn = Functions()[added];
     const bool noop = fn.entry->geometry == Geometry::kNoop;
-    defs->push_back({fn.name.c_str(),
+    defs->push_back({fn.schema.name.c_str(),
                      noop ? reinterpret_cast<PyCFunction>(
                                 reinterpret_cast<void (*)()>(&CallNoop))
                           : reinterpret_cast<PyCFunction>(
@@ -184,12 +219,13 @@ bool AddOpFunctions(PyObject* module) {
     reinterpret_cast<OpHandle*>(handle)->fn = &fn;
     PyObject* function = PyCFunction_NewEx(&defs->back(), handle, module_name);
     Py_DECREF(handle);  // the function holds it
+    // Declared ops keep their "namespace::name" here; torchferry.ops puts
+    // them under torchferry.ops.<namespace>.
     ok = function != nullptr &&
          PyModule_AddObject(module, fn.name.c_str(), function) == 0;
     if (!ok) Py_XDECREF(function);
   }
   Py_XDECREF(module_name);
-  Py_DECREF(type);  // the handles hold it
   return ok;
 }
 
@@ -200,14 +236,16 @@ PyObject* SchemasList() {
     const OpEntry& e = *fn.entry;
     const std::string doc(e.doc), contract(e.contract);
     PyObject* item = Py_BuildValue(
-        "{s:s,s:s,s:s,s:N,s:n,s:s,s:s,s:s,s:s,s:O}", "name", fn.name.c_str(),
+        "{s:s,s:s,s:s,s:N,s:n,s:s,s:s,s:s,s:s,s:N}", "name", fn.name.c_str(),
         "schema", fn.schema.ToString().c_str(), "signature",
         PythonSignature(fn, /*self_marker=*/false).c_str(), "args",
         ArgsList(fn.schema), "returns",
         static_cast<Py_ssize_t>(fn.schema.returns.size()), "doc", doc.c_str(),
         "dtypes", DtypeRuleName(e.dtypes), "aliasing",
         e.alias == AliasRule::kExact ? "exact" : "none", "contract",
-        contract.c_str(), "declared_by", Py_None);
+        contract.c_str(), "declared_by",
+        fn.declared_by.empty() ? (Py_INCREF(Py_None), Py_None)
+                               : PyUnicode_FromString(fn.declared_by.c_str()));
     if (item == nullptr || PyList_Append(list, item) < 0) {
       Py_XDECREF(item);
       Py_DECREF(list);

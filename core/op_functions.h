@@ -10,6 +10,7 @@
 
 #include "core/prepare.h"
 #include "core/py_args.h"
+#include "loader/loader.h"
 #include "loader/op_schema.h"
 #include "loader/op_table.h"
 
@@ -17,12 +18,17 @@ namespace torchferry {
 
 struct OpFunction {
   OpId id;
-  const OpEntry* entry;
+  const OpEntry* entry;  // a built-in op's, or `declared` below
   OpSchema schema;
   std::string name;  // schema.qualified_name(), NUL-terminated for messages
   Signature signature;
+  const SchemaArg* params[kMaxParams];  // the schema argument of each param
   std::string doc;  // "name($module, ...)\n--\n\n" + entry->doc
   PrepareFn prepare;
+  // A plugin-declared op (ABI 1.1): its entry, and the text it points into.
+  OpEntry declared{};
+  std::string declared_by;       // the plugin that declared it; empty: built-in
+  std::string declared_text[3];  // spelling, doc, contract
 };
 
 // Parses every entry's schema and derives its function; false with a Python
@@ -30,6 +36,11 @@ struct OpFunction {
 bool InitOpFunctions();
 
 const OpFunction& Function(OpId op);
+
+// Derives a function for every op the plugins declared (ABI 1.1), numbered
+// after the built-in ones as the registry numbers them; call once the
+// registry has loaded, before AddOpFunctions.
+bool InitDeclaredOps(const Registry& registry);
 
 // Adds one function per op to `module`, each a METH_FASTCALL C function whose
 // self carries its OpFunction: no tuple, dict or Python frame per call.

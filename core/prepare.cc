@@ -6,6 +6,7 @@
 #include <initializer_list>
 
 #include "core/checks.h"
+#include "core/dispatch.h"
 #include "core/op_functions.h"
 #include "core/out_alloc.h"
 #include "core/py_errors.h"
@@ -566,6 +567,201 @@ bool PrepareMatmul(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   return true;
 }
 
+// --- ops a plugin declares (ABI 1.1) ---------------------------------------
+
+// A non-tensor argument as its schema type asks: int, float, bool, or a
+// Scalar typed by the first tensor's dtype; None where the schema allows it.
+bool DeclaredAttr(const char* op, const SchemaArg& a, PyObject* value,
+                  DtypeIndex dtype, tf_arg* arg) {
+  *arg = tf_arg{};
+  if (value == nullptr) {  // absent: the schema's default
+    const SchemaDefault& d = a.default_value;
+    if (d.kind == SchemaDefault::kNone) return true;  // TF_ARG_NONE
+    switch (a.type) {
+      case ArgType::kInt:
+        *arg = IntArg(d.i);
+        return true;
+      case ArgType::kFloat:
+        *arg = FloatArg(
+            d.kind == SchemaDefault::kFloat ? d.f : static_cast<double>(d.i));
+        return true;
+      case ArgType::kBool:
+        arg->kind = TF_ARG_BOOL;
+        arg->value.i = d.i;
+        return true;
+      default:
+        return DefaultScalarArg(op, a, dtype, arg);
+    }
+  }
+  if (value == Py_None && a.optional) return true;
+  const char* expected = nullptr;
+  switch (a.type) {
+    case ArgType::kInt:
+      if (PyLong_Check(value) && !PyBool_Check(value)) {
+        int64_t v;
+        if (!IntAttr(op, a.name.c_str(), value, 0, &v)) return false;
+        *arg = IntArg(v);
+        return true;
+      }
+      expected = "an int";
+      break;
+    case ArgType::kFloat:
+      if ((PyFloat_Check(value) || PyLong_Check(value)) &&
+          !PyBool_Check(value)) {
+        *arg = FloatArg(PyFloat_AsDouble(value));
+        return !PyErr_Occurred();
+      }
+      expected = "a float";
+      break;
+    case ArgType::kBool:
+      if (PyBool_Check(value)) {
+        arg->kind = TF_ARG_BOOL;
+        arg->value.i = value == Py_True;
+        return true;
+      }
+      expected = "a bool";
+      break;
+    default:
+      return ScalarArg(op, a.name.c_str(), value, dtype, arg);
+  }
+  return RaiseError(
+      PyExc_TypeError,
+      fmt::format("{}(): expected {} to be {}{}, got {}", op, a.name, expected,
+                  a.optional ? " or None" : "", Py_TYPE(value)->tp_name));
+}
+
+// Calls the plugin's infer and checks what it gave: the output's dtype and
+// shape, from which out= is checked or allocated. Nothing is allocated when
+// infer fails or gives something no tensor can be.
+bool InferOutput(const OpFunction& fn, const KernelEntry& kernel, CallFrame& f,
+                 int num_specs, tf_tensor_spec* spec, DtypeIndex* dtype) {
+  const char* op = fn.name.c_str();
+  ErrorSink sink;
+  tf_call call{};
+  call.struct_size = sizeof(tf_call);
+  call.inputs = f.inputs;
+  call.num_inputs = f.num_inputs;
+  call.attrs = f.attrs;
+  call.num_attrs = f.num_attrs;
+  call.kernel_data = kernel.kernel_data;
+  call.host = HostApi();
+  call.error_sink = &sink;
+  *spec = tf_tensor_spec{};
+  spec->ndim = -1;
+  const tf_status status = kernel.infer(&call, spec, num_specs);
+  const std::string who = fmt::format("{}: {}()", kernel.plugin->name, op);
+  if (status != TF_OK) {
+    return RaiseError(ExceptionFor(status),
+                      fmt::format("{}: {}", who,
+                                  sink.message.empty()
+                                      ? fmt::format("infer failed with status "
+                                                    "{} and no message",
+                                                    status)
+                                      : sink.message));
+  }
+  if (num_specs == 0) return true;
+  *dtype =
+      DtypeFromDlpack(spec->dtype.code, spec->dtype.bits, spec->dtype.lanes);
+  if (*dtype == kNoDtype) {
+    return RaiseError(PyExc_RuntimeError,
+                      fmt::format("{}: infer gave an unknown dtype (code {}, "
+                                  "bits {}, lanes {}); expected a dtype from "
+                                  "ABI.md",
+                                  who, spec->dtype.code, spec->dtype.bits,
+                                  spec->dtype.lanes));
+  }
+  if (spec->ndim < 0 || spec->ndim > TF_MAX_NDIM) {
+    return RaiseError(PyExc_RuntimeError,
+                      fmt::format("{}: infer gave ndim {}; expected 0 to {}",
+                                  who, spec->ndim, TF_MAX_NDIM));
+  }
+  // A tensor's bytes must fit an allocation; 2**48 is far past any device.
+  uint64_t bytes = static_cast<uint64_t>(Dtype(*dtype).itemsize);
+  for (int d = 0; d < spec->ndim; ++d) {
+    const int64_t size = spec->shape[d];
+    if (size < 0 ||
+        __builtin_mul_overflow(bytes, static_cast<uint64_t>(size), &bytes) ||
+        bytes > (uint64_t{1} << 48)) {
+      return RaiseError(
+          PyExc_RuntimeError,
+          fmt::format("{}: infer gave shape {}; expected sizes >= 0 whose "
+                      "tensor fits in 2**48 bytes",
+                      who, ShapeText(spec->ndim, spec->shape)));
+    }
+  }
+  return true;
+}
+
+bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
+                     CallFrame& f) {
+  const char* op = fn.name.c_str();
+  TensorRef* first = nullptr;
+  TensorRef* tensors[kMaxParams];
+  int num_tensors = 0;
+  // Tensors first, in the schema's order: the first keys the kernel.
+  for (int i = 0; i < fn.signature.num_params; ++i) {
+    const SchemaArg& a = *fn.params[i];
+    if (a.type != ArgType::kTensor) continue;
+    PyObject* value = args.values[i];
+    if (value == nullptr || value == Py_None) {
+      if (!a.optional) {
+        return RaiseError(PyExc_TypeError,
+                          fmt::format("{}(): expected {} to be a tensor, got "
+                                      "None",
+                                      op, a.name));
+      }
+      f.inputs[f.num_inputs++] = NoneArg();
+      continue;
+    }
+    TensorRef* r = f.Take(value, a.name.c_str(), false);
+    if (r == nullptr) return false;
+    if (first != nullptr && !CheckSameDevice(op, a.name.c_str(), *r, *first)) {
+      return false;
+    }
+    if (first == nullptr) first = r;
+    tensors[num_tensors++] = r;
+    f.inputs[f.num_inputs++] = TensorArg(r);
+  }
+  for (int i = 0; i < fn.signature.num_params; ++i) {
+    const SchemaArg& a = *fn.params[i];
+    if (a.type == ArgType::kTensor) continue;
+    if (!DeclaredAttr(op, a, args.values[i], first->dtype,
+                      &f.attrs[f.num_attrs])) {
+      return false;
+    }
+    ++f.num_attrs;
+  }
+  f.dispatch_ref = first;
+  const KernelEntry* kernel =
+      Dispatcher::Get().Find(fn.id, first->view.device, first->dtype);
+  if (kernel == nullptr || kernel->infer == nullptr) {
+    return true;  // Run() says that no plugin serves this key
+  }
+  const int num_specs = static_cast<int>(fn.schema.returns.size());
+  tf_tensor_spec spec;
+  DtypeIndex dtype = kNoDtype;
+  if (!InferOutput(fn, *kernel, f, num_specs, &spec, &dtype)) return false;
+  int64_t work = 0;
+  for (int t = 0; t < num_tensors; ++t) work += tensors[t]->numel;
+  f.work = work;
+  if (num_specs == 0) return true;
+  const bool out_required = fn.schema.FindArg("out") >= 0;
+  if (out_required && (args.out == nullptr || args.out == Py_None)) {
+    return RaiseError(PyExc_TypeError,
+                      fmt::format("{}() missing required argument 'out'", op));
+  }
+  if (!TakeOut(op, args, f, *first, dtype, spec.ndim, spec.shape)) {
+    return false;
+  }
+  for (int t = 0; t < num_tensors; ++t) {
+    if (!CheckNoOverlap(op, "an input", *tensors[t], *f.out_ref, false)) {
+      return false;
+    }
+  }
+  f.work += f.out_ref->numel;
+  return true;
+}
+
 }  // namespace
 
 PrepareFn PrepareFor(Geometry geometry) {
@@ -588,6 +784,8 @@ PrepareFn PrepareFor(Geometry geometry) {
       return &PrepareSoftmax;
     case Geometry::kMatmul:
       return &PrepareMatmul;
+    case Geometry::kDeclared:
+      return &PrepareDeclared;
     case Geometry::kNoop:
       return nullptr;
   }

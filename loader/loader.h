@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "abi/torchferry.h"
+#include "loader/op_schema.h"
 
 namespace torchferry {
 
@@ -61,6 +62,17 @@ struct Plugin {
   const tf_plugin* descriptor;
   tf_status (*set_option)(const char* key, const char* value,
                           void* error_sink);  // copied; NULL: no options
+  std::vector<std::string> declared_ops;      // "namespace::name", ABI 1.1
+};
+
+// An op a plugin declared (ABI 1.1). Several plugins may declare one name
+// when they spell the same schema; the first to load is recorded here.
+struct DeclaredOp {
+  OpSchema schema;
+  std::string name;      // schema.qualified_name()
+  std::string spelling;  // schema.ToString()
+  std::string doc;
+  const Plugin* declared_by;
 };
 
 // A plugin file that was not loaded, and why: what was expected, what was
@@ -82,6 +94,7 @@ struct KernelEntry {
   tf_kernel_fn fn;
   void* kernel_data;
   const Plugin* plugin;
+  tf_infer_fn infer;  // the plugin's infer of a declared op; NULL otherwise
 };
 
 // Kernels keyed by (op, device type, dtype). Precedence: a native plugin's
@@ -103,6 +116,12 @@ class Registry {
 
   const KernelEntry* Find(std::string_view op, int32_t device_type,
                           tf_dtype dtype) const;
+
+  // Ops are numbered built-in first (loader/op_table.h), then declared ops
+  // in the order plugins declared them: the number keys the registry.
+  int OpIndexOf(std::string_view op) const;  // -1 when no op has the name
+  size_t num_ops() const;
+  const std::vector<DeclaredOp>& declared_ops() const;
 
   // The loaded plugin called `name`, or nullptr.
   const Plugin* FindPlugin(std::string_view name) const;

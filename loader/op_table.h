@@ -49,6 +49,7 @@ enum class Geometry : uint8_t {
   kSoftmax,        // dim wrapped; a 0-dim input reaches kernels as [1]
   kMatmul,         // [B, m, k] x [B, k, n] -> [B, m, n]
   kNoop,           // *tensors, no output: measures dispatch
+  kDeclared,       // a plugin's op (ABI 1.1): its infer gives the output
 };
 
 struct OpEntry {
@@ -141,6 +142,8 @@ inline constexpr size_t kNumOps = std::size(kOpTable);
 // the Python functions all key on it.
 enum class OpId : uint16_t {};
 
+// Built-in ops only: ids past kNumOps are ops that plugins declared, which
+// the registry names (Registry::declared_ops).
 constexpr std::string_view OpName(OpId op) {
   return SchemaName(kOpTable[static_cast<size_t>(op)].schema);
 }

@@ -17,10 +17,10 @@
 namespace torchferry {
 namespace {
 
-// Op index (8 bits), device type (32 bits), dtype code and bits (8 each) in
+// Op index (16 bits), device type (32 bits), dtype code and bits (8 each) in
 // one word. Lanes are always 1 for a registered kernel, so they need no bits.
 uint64_t KernelKey(int op_index, int32_t device_type, tf_dtype dtype) {
-  return (static_cast<uint64_t>(static_cast<uint8_t>(op_index)) << 48) |
+  return (static_cast<uint64_t>(static_cast<uint16_t>(op_index)) << 48) |
          (static_cast<uint64_t>(static_cast<uint32_t>(device_type)) << 16) |
          (static_cast<uint64_t>(dtype.code) << 8) | dtype.bits;
 }
@@ -42,6 +42,17 @@ struct Registry::Impl {
   std::vector<Skipped> skipped;
   std::vector<Shadowed> shadowed;
   std::vector<uint64_t> shadowed_keys;  // parallel to `shadowed`
+  std::vector<DeclaredOp> declared;
+
+  int DeclaredIndex(std::string_view name) const {
+    for (size_t i = 0; i < declared.size(); ++i) {
+      if (declared[i].name == name) return static_cast<int>(i);
+    }
+    return -1;
+  }
+  // Why `v`'s declarations cannot join the registry, or "".
+  std::string DeclarationConflict(const std::string& path,
+                                  const ValidationResult& v) const;
 
   void Skip(const std::string& path, const std::string& name,
             const std::string& reason, LogLevel level = LogLevel::kWarn) {
@@ -120,6 +131,11 @@ const Plugin* Registry::Impl::LoadFileOrSkip(const std::string& path) {
       return nullptr;
     }
   }
+  const std::string conflict = DeclarationConflict(path, v);
+  if (!conflict.empty()) {
+    Skip(path, v.name, conflict);
+    return nullptr;
+  }
   for (const std::string& note : v.notes) Log(LogLevel::kDebug, "loader", note);
   tf_status init_status;
   std::string init_error = InitPlugin(opened, path, &init_status);
@@ -143,12 +159,18 @@ const Plugin* Registry::Impl::LoadFileOrSkip(const std::string& path) {
   plugin->descriptor = opened.descriptor;
   plugin->set_option = v.set_option;
   for (const ValidatedKernel& k : v.kernels) {
-    plugin->kernels.push_back(
-        {std::string(OpName(static_cast<OpId>(k.op_index))), k.device_type,
-         k.dtype});
+    plugin->kernels.push_back({KernelOpName(v, k), k.device_type, k.dtype});
+  }
+  for (const ValidatedOp& op : v.ops) {
+    plugin->declared_ops.push_back(op.schema.qualified_name());
   }
   plugins.push_back(std::move(plugin));
   const Plugin& loaded = *plugins.back();
+  for (const ValidatedOp& op : v.ops) {
+    if (DeclaredIndex(op.schema.qualified_name()) >= 0) continue;
+    declared.push_back(
+        {op.schema, op.schema.qualified_name(), op.spelling, op.doc, &loaded});
+  }
   Register(loaded, v);
   Log(LogLevel::kInfo, "loader",
       fmt::format("loaded {} plugin '{}' {} (ABI {}.{}) from {}: {} kernel(s)",
@@ -163,8 +185,13 @@ void Registry::Impl::Register(const Plugin& plugin,
   for (size_t i = 0; i < validation.kernels.size(); ++i) {
     const ValidatedKernel& k = validation.kernels[i];
     const KernelInfo& info = plugin.kernels[i];
-    const uint64_t key = KernelKey(k.op_index, info.device_type, info.dtype);
-    const KernelEntry entry{k.fn, k.kernel_data, &plugin};
+    const int op_index =
+        k.declared >= 0 ? static_cast<int>(kNumOps) + DeclaredIndex(info.op)
+                        : k.op_index;
+    const tf_infer_fn infer =
+        k.declared >= 0 ? validation.ops[k.declared].infer : nullptr;
+    const uint64_t key = KernelKey(op_index, info.device_type, info.dtype);
+    const KernelEntry entry{k.fn, k.kernel_data, &plugin, infer};
     auto [it, inserted] = table.emplace(key, entry);
     if (inserted) continue;
     const Plugin* holder = it->second.plugin;
@@ -188,9 +215,41 @@ void Registry::Impl::Register(const Plugin& plugin,
   }
 }
 
+std::string Registry::Impl::DeclarationConflict(
+    const std::string& path, const ValidationResult& v) const {
+  for (const ValidatedOp& op : v.ops) {
+    const int i = DeclaredIndex(op.schema.qualified_name());
+    if (i < 0 || declared[i].spelling == op.spelling) continue;
+    const DeclaredOp& first = declared[i];
+    return fmt::format(
+        "{}: plugin '{}' declares op '{}' as '{}', but plugin '{}' ({}) "
+        "declared it as '{}'; expected one schema per op name (rename one, "
+        "or spell the schema the same)",
+        path, v.name, first.name, op.spelling, first.declared_by->name,
+        first.declared_by->path, first.spelling);
+  }
+  if (declared.size() + v.ops.size() + kNumOps > 0xffff) {
+    return fmt::format("{}: too many declared ops in this process", path);
+  }
+  return "";
+}
+
+int Registry::OpIndexOf(std::string_view op) const {
+  const int builtin = OpIndex(op);
+  if (builtin >= 0) return builtin;
+  const int declared = impl_->DeclaredIndex(op);
+  return declared < 0 ? -1 : static_cast<int>(kNumOps) + declared;
+}
+
+size_t Registry::num_ops() const { return kNumOps + impl_->declared.size(); }
+
+const std::vector<DeclaredOp>& Registry::declared_ops() const {
+  return impl_->declared;
+}
+
 const KernelEntry* Registry::Find(std::string_view op, int32_t device_type,
                                   tf_dtype dtype) const {
-  const int op_index = OpIndex(op);
+  const int op_index = OpIndexOf(op);
   if (op_index < 0 || dtype.lanes != 1) return nullptr;
   auto it = impl_->table.find(KernelKey(op_index, device_type, dtype));
   return it != impl_->table.end() ? &it->second : nullptr;

@@ -60,10 +60,11 @@ class Validator {
     // checked is what the host keeps, even if the plugin writes to its
     // descriptor meanwhile. Strings and kernels are copied as they are read.
     tf_plugin copy{};
-    if (!CheckHeader(p, &copy) || !CheckIdentity(&copy) ||
+    if (!CheckHeader(p, &copy) || !CheckIdentity(&copy) || !CheckOps(&copy) ||
         !CheckKernels(&copy)) {
       result_.ok = false;
       result_.kernels.clear();
+      result_.ops.clear();
       return std::move(result_);
     }
     result_.init = copy.init;
@@ -119,6 +120,14 @@ class Validator {
           "abi/torchferry.h",
           p->struct_size, kPluginV1Size);
     }
+    if (p->abi_version_minor >= 1 && p->struct_size < kPluginV11Size) {
+      return Fail(
+          "tf_plugin.struct_size is {} but the plugin says ABI {}.{}, whose "
+          "tf_plugin is at least {} bytes; set struct_size = "
+          "sizeof(tf_plugin) and rebuild against abi/torchferry.h",
+          p->struct_size, p->abi_version_major, p->abi_version_minor,
+          kPluginV11Size);
+    }
     return true;
   }
 
@@ -157,6 +166,150 @@ class Validator {
           result_.name, p->kind, TF_PLUGIN_NATIVE, TF_PLUGIN_FALLBACK);
     }
     result_.kind = p->kind;
+    return true;
+  }
+
+  // ABI 1.1 declarations. Kernels are checked after, so that they may name
+  // the ops declared here.
+  bool CheckOps(const tf_plugin* p) {
+    if (p->abi_version_minor < 1 || p->num_ops == 0) return true;
+    const size_t count = p->num_ops;
+    if (p->ops == nullptr) {
+      return Fail(
+          "plugin '{}' has num_ops = {} but ops is NULL; expected an array "
+          "of {} tf_op_decl",
+          result_.name, count, count);
+    }
+    if (count > kMaxDeclaredOps) {
+      return Fail("plugin '{}' has num_ops = {}; expected at most {}",
+                  result_.name, count, kMaxDeclaredOps);
+    }
+    const size_t stride = p->ops[0].struct_size;
+    if (stride < kOpDeclV11Size || stride > kMaxKernelStructSize ||
+        stride % alignof(tf_op_decl) != 0) {
+      return Fail(
+          "plugin '{}': ops[0].struct_size is {}; expected at least ABI "
+          "1.1's {} (at most {}, a multiple of {}); set struct_size = "
+          "sizeof(tf_op_decl) in every declaration",
+          result_.name, stride, kOpDeclV11Size, kMaxKernelStructSize,
+          alignof(tf_op_decl));
+    }
+    const auto* base = reinterpret_cast<const unsigned char*>(p->ops);
+    for (size_t i = 0; i < count; ++i) {
+      tf_op_decl copy{};
+      std::memcpy(static_cast<void*>(&copy), base + i * stride,
+                  std::min(stride, sizeof(tf_op_decl)));
+      if (!CheckOp(i, copy, stride)) return false;
+    }
+    return true;
+  }
+
+  bool CheckOp(size_t i, const tf_op_decl& d, size_t stride) {
+    if (d.struct_size != stride) {
+      return Fail(
+          "plugin '{}': ops[{}].struct_size is {} but ops[0].struct_size is "
+          "{}; expected the same size in every declaration (it is the "
+          "array's stride)",
+          result_.name, i, d.struct_size, stride);
+    }
+    constexpr size_t kMaxQualified = 2 * kMaxIdentifierLength + 2;
+    std::optional<std::string_view> name = BoundedString(d.name, kMaxQualified);
+    if (!name) {
+      return Fail(
+          "plugin '{}': ops[{}].name is {}; expected \"namespace::name\"",
+          result_.name, i,
+          d.name == nullptr ? "NULL" : "not a string of up to 128 bytes");
+    }
+    const std::string where = fmt::format("plugin '{}': ops[{}] ({})",
+                                          result_.name, i, Quoted(*name));
+    const size_t colons = name->find("::");
+    auto ident = [](std::string_view part) {
+      if (part.empty() || part.size() > kMaxIdentifierLength ||
+          (part[0] >= '0' && part[0] <= '9')) {
+        return false;
+      }
+      for (char c : part) {
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) {
+          return false;
+        }
+      }
+      return true;
+    };
+    if (colons == std::string_view::npos || !ident(name->substr(0, colons)) ||
+        !ident(name->substr(colons + 2))) {
+      return Fail(
+          "{}: expected a name \"namespace::name\", each part "
+          "[a-z_][a-z0-9_]*, 1 to {} characters",
+          where, kMaxIdentifierLength);
+    }
+    const std::string_view ns = name->substr(0, colons);
+    if (OpIndex(ns) >= 0 || ns == "schemas") {
+      return Fail(
+          "{}: the namespace {} is taken by torchferry.ops.{}; choose "
+          "another (the plugin's name is a good one)",
+          where, Quoted(ns), ns);
+    }
+    for (const ValidatedOp& other : result_.ops) {
+      if (other.schema.qualified_name() == *name) {
+        return Fail("{}: declared twice (also ops[{}]); expected each op once",
+                    where, other.index);
+      }
+    }
+    std::optional<std::string_view> schema =
+        BoundedString(d.schema, kMaxSchemaLength);
+    if (!schema) {
+      return Fail("{}: schema is {}; expected torch's schema language", where,
+                  d.schema == nullptr
+                      ? "NULL"
+                      : fmt::format("longer than {} bytes", kMaxSchemaLength));
+    }
+    ValidatedOp op{i, {}, {}, {}, d.infer};
+    std::string error;
+    if (!ParseSchema(*schema, &op.schema, &error)) {
+      return Fail("{}: the schema {} is malformed {}", where, Quoted(*schema),
+                  error);
+    }
+    if (op.schema.qualified_name() != *name) {
+      return Fail(
+          "{}: the schema declares {}; expected the declaration's "
+          "name",
+          where, Quoted(op.schema.qualified_name()));
+    }
+    // What this host's preparation of a declared op needs.
+    const std::vector<SchemaArg>& args = op.schema.args;
+    if (args.empty() || args[0].type != ArgType::kTensor || args[0].optional ||
+        args[0].written) {
+      return Fail(
+          "{}: the first argument must be a Tensor (it keys the kernel "
+          "lookup by device and dtype)",
+          where);
+    }
+    for (const SchemaArg& a : args) {
+      if (a.type == ArgType::kTensorList) {
+        return Fail(
+            "{}: argument '{}' is a Tensor[]; declared ops take "
+            "tensors one by one in ABI 1.1",
+            where, a.name);
+      }
+    }
+    if (op.schema.returns.size() > 1) {
+      return Fail(
+          "{}: returns {} tensors; a declared op returns at most one "
+          "in ABI 1.1",
+          where, op.schema.returns.size());
+    }
+    if (d.infer == nullptr) {
+      return Fail(
+          "{}: infer is NULL; expected the function that gives the "
+          "output's shape and dtype",
+          where);
+    }
+    if (d.doc != nullptr) {
+      std::optional<std::string_view> doc = BoundedString(d.doc, kMaxDocLength);
+      op.doc = doc ? std::string(*doc) : std::string(d.doc, kMaxDocLength);
+    }
+    op.spelling = op.schema.ToString();
+    result_.ops.push_back(std::move(op));
     return true;
   }
 
@@ -239,7 +392,19 @@ class Validator {
           where, k->dtype.code, k->dtype.bits, k->dtype.lanes);
     }
     const int op_index = OpIndex(*op);
-    if (op_index < 0) {
+    int declared = -1;
+    for (const ValidatedOp& d : result_.ops) {
+      if (d.schema.qualified_name() == *op)
+        declared = static_cast<int>(d.index);
+    }
+    if (op_index < 0 && declared < 0 &&
+        op->find("::") != std::string_view::npos) {
+      return Fail(
+          "{}: op {} is not declared by this plugin; expected a kernel for "
+          "a built-in op or for one of the plugin's tf_plugin.ops",
+          where, Quoted(*op));
+    }
+    if (op_index < 0 && declared < 0) {
       if (result_.abi_minor > host_minor_) {
         // A newer minor may add ops; the plugin's other kernels still serve.
         result_.notes.push_back(fmt::format(
@@ -254,7 +419,9 @@ class Validator {
           "listed in abi/ABI.md",
           where, Quoted(*op), result_.abi_major, result_.abi_minor);
     }
-    auto key = std::make_tuple(op_index, k->device_type, k->dtype.code,
+    const int op_key =
+        declared >= 0 ? static_cast<int>(kNumOps) + declared : op_index;
+    auto key = std::make_tuple(op_key, k->device_type, k->dtype.code,
                                k->dtype.bits, k->dtype.lanes);
     if (!seen->insert(key).second) {
       return Fail(
@@ -262,8 +429,9 @@ class Validator {
           "once per plugin; remove one of them",
           where);
     }
-    result_.kernels.push_back(
-        {i, op_index, k->device_type, k->dtype, k->fn, k->kernel_data});
+    result_.kernels.push_back({i, declared >= 0 ? -1 : op_index, declared,
+                               k->device_type, k->dtype, k->fn,
+                               k->kernel_data});
     return true;
   }
 
@@ -289,6 +457,18 @@ bool SameDtype(tf_dtype a, tf_dtype b) {
 }
 
 }  // namespace
+
+std::string KernelOpName(const ValidationResult& v, const ValidatedKernel& k) {
+  if (k.declared >= 0) {
+    for (const ValidatedOp& op : v.ops) {
+      if (static_cast<int>(op.index) == k.declared) {
+        return op.schema.qualified_name();
+      }
+    }
+  }
+  return k.op_index >= 0 ? std::string(OpName(static_cast<OpId>(k.op_index)))
+                         : "?";
+}
 
 std::string DescriptorChange(const ValidationResult& before,
                              const tf_plugin* descriptor, std::string_view file,
@@ -324,6 +504,22 @@ std::string DescriptorChange(const ValidationResult& before,
                        FnAddress(before.set_option),
                        FnAddress(after.set_option));
   }
+  if (after.ops.size() != before.ops.size()) {
+    return fmt::format("the declared ops changed from {} to {}",
+                       before.ops.size(), after.ops.size());
+  }
+  for (size_t i = 0; i < after.ops.size(); ++i) {
+    const ValidatedOp& b = before.ops[i];
+    const ValidatedOp& a = after.ops[i];
+    if (a.spelling != b.spelling) {
+      return fmt::format("ops[{}] changed from {} to {}", b.index,
+                         Quoted(b.spelling), Quoted(a.spelling));
+    }
+    if (a.infer != b.infer) {
+      return fmt::format("ops[{}].infer changed from {} to {}", b.index,
+                         FnAddress(b.infer), FnAddress(a.infer));
+    }
+  }
   if (after.kernels.size() != before.kernels.size() ||
       after.notes.size() != before.notes.size()) {
     return fmt::format("the kernels changed from {} to {}",
@@ -335,11 +531,11 @@ std::string DescriptorChange(const ValidationResult& before,
     const ValidatedKernel& a = after.kernels[i];
     const std::string where = fmt::format("kernels[{}]", b.index);
     if (a.index != b.index || a.op_index != b.op_index ||
-        a.device_type != b.device_type || !SameDtype(a.dtype, b.dtype)) {
+        a.declared != b.declared || a.device_type != b.device_type ||
+        !SameDtype(a.dtype, b.dtype)) {
       return fmt::format("{} changed from ({}, {}, {}) to ({}, {}, {})", where,
-                         OpName(static_cast<OpId>(b.op_index)),
-                         DeviceName(b.device_type), DtypeName(b.dtype),
-                         OpName(static_cast<OpId>(a.op_index)),
+                         KernelOpName(before, b), DeviceName(b.device_type),
+                         DtypeName(b.dtype), KernelOpName(after, a),
                          DeviceName(a.device_type), DtypeName(a.dtype));
     }
     if (a.fn != b.fn) {

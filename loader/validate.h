@@ -11,35 +11,46 @@
 #include <vector>
 
 #include "abi/torchferry.h"
+#include "loader/op_schema.h"
 
 namespace torchferry {
 
 // The size each growing struct had in ABI 1.0: the end of its last 1.0 field,
 // so these stay right when later minors append fields.
-inline constexpr size_t kPluginV1Size =
-    offsetof(tf_plugin, num_kernels) + sizeof(size_t);
-inline constexpr size_t kKernelV1Size =
-    offsetof(tf_kernel, kernel_data) + sizeof(void*);
-inline constexpr size_t kHostApiV1Size =
-    offsetof(tf_host_api, query) + sizeof(void*);
-inline constexpr size_t kCallV1Size =
-    offsetof(tf_call, error_sink) + sizeof(void*);
+inline constexpr size_t kPluginV1Size = TF_PLUGIN_V1_0_SIZE;
+inline constexpr size_t kPluginV11Size = TF_PLUGIN_V1_1_SIZE;
+inline constexpr size_t kKernelV1Size = TF_KERNEL_V1_0_SIZE;
+inline constexpr size_t kHostApiV1Size = TF_HOST_API_V1_0_SIZE;
+inline constexpr size_t kCallV1Size = TF_CALL_V1_0_SIZE;
+inline constexpr size_t kOpDeclV11Size = TF_OP_DECL_V1_1_SIZE;
 
 // Sanity caps that no real plugin comes near.
 inline constexpr size_t kMaxKernels = 1u << 16;
 inline constexpr size_t kMaxKernelStructSize = 4096;
 inline constexpr size_t kMaxNameLength = 63;
+inline constexpr size_t kMaxDeclaredOps = 256;
+inline constexpr size_t kMaxDocLength = 1023;
 
 // What the host keeps of one kernel: copied out of the descriptor when it
 // is validated, so that nothing the plugin writes there later (ABI.md says
 // it must not) reaches a call.
 struct ValidatedKernel {
   size_t index;  // in the descriptor's kernel array
-  int op_index;  // into kOpNames
+  int op_index;  // into kOpTable, or -1 for an op the plugin declares
+  int declared;  // into ValidationResult::ops, or -1 for a built-in op
   int32_t device_type;
   tf_dtype dtype;
   tf_kernel_fn fn;  // never NULL
   void* kernel_data;
+};
+
+// An op the plugin declares (ABI 1.1), parsed and checked.
+struct ValidatedOp {
+  size_t index;  // in the descriptor's op array
+  OpSchema schema;
+  std::string spelling;  // schema.ToString(): equal spellings, same op
+  std::string doc;
+  tf_infer_fn infer;  // never NULL
 };
 
 struct ValidationResult {
@@ -57,10 +68,16 @@ struct ValidationResult {
                           void* error_sink) = nullptr;
   // The kernels to register, in the descriptor's order.
   std::vector<ValidatedKernel> kernels;
+  // The ops it declares, in the descriptor's order.
+  std::vector<ValidatedOp> ops;
   // Kernels left out without rejecting the plugin (an op this host does not
   // know yet, from a plugin of a newer minor): one line each, for the log.
   std::vector<std::string> notes;
 };
+
+// The op a validated kernel serves: a built-in op's name or a declared op's
+// "namespace::name".
+std::string KernelOpName(const ValidationResult& v, const ValidatedKernel& k);
 
 // `file` labels the messages (the file name; tests pass any label). The
 // descriptor may be NULL. Never throws except std::bad_alloc.

@@ -109,9 +109,10 @@ tf_plugin Descriptor(tf_status (*init)(void*), const KernelTable* table) {
 }
 
 const tf_plugin* Entry(uint32_t host_abi_major, const tf_host_api* host) {
-  // The v1 table ends with query; a smaller one is not a v1 host.
-  constexpr size_t kV1HostApiSize = sizeof(tf_host_api);
-  if (host == nullptr || host->struct_size < kV1HostApiSize ||
+  // The 1.0 table ends with query; a smaller one is not a host of major 1.
+  // (Not sizeof(tf_host_api): that grows with every minor, and would refuse
+  // the older hosts this plugin can serve.)
+  if (host == nullptr || host->struct_size < TF_HOST_API_V1_0_SIZE ||
       host->set_error == nullptr) {
     return nullptr;
   }

@@ -1,8 +1,9 @@
 /*
  * example_c - a complete torchferry plugin in plain C11, and the template a
  * vendor copies. It serves abs and add for float32 on the CPU, for tensors of
- * any strides, and shows everything a plugin needs: one exported entry, a
- * static descriptor, kernels that report errors through the host.
+ * any strides, declares an op of its own (example::axpby, ABI 1.1) and serves
+ * it too, and shows everything a plugin needs: one exported entry, a static
+ * descriptor, kernels that report errors through the host.
  *
  * It registers the same keys as the CPU plugin. Both are native, so the one
  * found first wins: torchferry_cpu.so sorts before torchferry_example_c.so,
@@ -124,6 +125,69 @@ static tf_status example_add(const tf_call* call) {
   return TF_OK;
 }
 
+/* example::axpby(x, y, *, a, b) = a * x + b * y, for x and y of one shape.
+   infer tells the host the output's dtype and shape, or why the arguments do
+   not fit; it reads only shapes and dtypes, never data. */
+static tf_status example_axpby_infer(const tf_call* call, tf_tensor_spec* specs,
+                                     int32_t num_specs) {
+  const tf_tensor* x = call->inputs[0].value.tensor;
+  const tf_tensor* y = call->inputs[1].value.tensor;
+  int32_t d;
+  if (num_specs != 1) {
+    return call->host->set_error(call->error_sink, TF_ERROR_INTERNAL,
+                                 "axpby has one output");
+  }
+  if (x->ndim != y->ndim || x->dtype.code != y->dtype.code ||
+      x->dtype.bits != y->dtype.bits || x->ndim > TF_MAX_NDIM) {
+    return call->host->set_error(call->error_sink, TF_ERROR_INVALID_ARGUMENT,
+                                 "x and y must have one shape and dtype");
+  }
+  for (d = 0; d < x->ndim; ++d) {
+    if (x->shape[d] != y->shape[d]) {
+      return call->host->set_error(call->error_sink, TF_ERROR_INVALID_ARGUMENT,
+                                   "x and y must have one shape and dtype");
+    }
+    specs[0].shape[d] = x->shape[d];
+  }
+  specs[0].ndim = x->ndim;
+  specs[0].dtype = x->dtype;
+  return TF_OK;
+}
+
+static tf_status example_axpby(const tf_call* call) {
+  const tf_tensor* x = call->inputs[0].value.tensor;
+  const tf_tensor* y = call->inputs[1].value.tensor;
+  const tf_tensor* out = &call->outputs[0];
+  const float a = (float)call->attrs[0].value.f;
+  const float b = (float)call->attrs[1].value.f;
+  const tf_tensor* tensors[3];
+  const float* xs = (const float*)x->data;
+  const float* ys = (const float*)y->data;
+  float* os = (float*)out->data;
+  strided_walk w;
+  int64_t i;
+  int64_t n = numel(out);
+  tf_status status = check_rank(call, out);
+  if (status != TF_OK) return status;
+  tensors[0] = x;
+  tensors[1] = y;
+  tensors[2] = out;
+  walk_start(&w, out, tensors, 3);
+  for (i = 0; i < n; ++i) {
+    os[w.offset[2]] = a * xs[w.offset[0]] + b * ys[w.offset[1]];
+    walk_next(&w);
+  }
+  return TF_OK;
+}
+
+/* The ops this plugin brings (ABI 1.1). The host parses each schema and
+   exposes the op as torchferry.ops.example.axpby. */
+static const tf_op_decl example_ops[] = {
+    {sizeof(tf_op_decl), "example::axpby",
+     "example::axpby(Tensor x, Tensor y, *, float a, float b) -> Tensor",
+     example_axpby_infer, "a * x + b * y for x and y of one shape"},
+};
+
 /* The descriptor and its kernel table are static: they must stay valid for as
    long as the library is loaded, which is until the process exits. */
 static const tf_kernel example_kernels[] = {
@@ -139,6 +203,12 @@ static const tf_kernel example_kernels[] = {
      {TF_DTYPE_FLOAT, 32, 1},
      example_add,
      NULL},
+    {sizeof(tf_kernel),
+     "example::axpby",
+     TF_DEVICE_CPU,
+     {TF_DTYPE_FLOAT, 32, 1},
+     example_axpby,
+     NULL},
 };
 
 static const tf_plugin example_plugin = {
@@ -153,6 +223,8 @@ static const tf_plugin example_plugin = {
     NULL, /* set_option: no options */
     example_kernels,
     sizeof(example_kernels) / sizeof(example_kernels[0]),
+    example_ops,
+    sizeof(example_ops) / sizeof(example_ops[0]),
 };
 
 /* The one exported symbol. A plugin built for ABI 1 cannot serve another

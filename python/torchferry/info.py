@@ -35,6 +35,11 @@ def collect():
         },
         "load_seconds": _C._load_seconds(),
         "plugins": plugins.loaded(),
+        "declared_ops": [
+            {"name": o["name"], "schema": o["schema"], "declared_by": o["declared_by"]}
+            for o in torchferry.ops.schemas()
+            if o["declared_by"]
+        ],
         "skipped": plugins.skipped(),
         "shadowed": plugins.shadowed(),
     }
@@ -78,7 +83,14 @@ def render(data):
             f"  {p['name']} {p['version']} ({p['kind']}, ABI {p['abi']}, "
             f"{len(p['kernels'])} kernels) {p['path']}"
         )
+        if p["declared_ops"]:
+            lines.append(f"    declares: {', '.join(p['declared_ops'])}")
         lines.extend("    " + line for line in _kernel_summary(p["kernels"]))
+    lines.append("")
+    lines.append(f"ops declared by plugins: {len(data['declared_ops']) or 'none'}")
+    for o in data["declared_ops"]:
+        namespace, _, name = o["name"].partition("::")
+        lines.append(f"  torchferry.ops.{namespace}.{name}: {o['schema']} (first declared by {o['declared_by']})")
     lines.append("")
     lines.append(f"skipped plugins: {len(data['skipped']) or 'none'}")
     for s in data["skipped"]:

@@ -4,6 +4,8 @@ a torch.cuda.Stream or a raw handle; torch's current stream by default).
 
 Every op is one entry in the host's op table; `schemas()` lists them, and each
 function carries its signature (`inspect.signature(torchferry.ops.add)`).
+Ops that plugins declare (ABI 1.1) live under their namespace:
+`acme::fused_gelu` is `torchferry.ops.acme.fused_gelu`.
 The functions are the native ones themselves: a call goes from Python straight
 into C++ with no Python frame in between.
 """
@@ -20,10 +22,32 @@ def schemas():
     return _C._schemas()
 
 
+class Namespace:
+    """The ops one plugin namespace declared (ABI 1.1): torchferry.ops.acme
+    holds acme::fused_gelu as .fused_gelu."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        ops = ", ".join(sorted(k for k in vars(self) if not k.startswith("_")))
+        return f"<torchferry.ops.{self._name}: {ops}>"
+
+
 def _export():
-    names = [s["name"] for s in _C._schemas()]
-    globals().update({name: getattr(_C, name) for name in names})
-    return sorted(names) + ["schemas"]
+    exported = ["schemas"]
+    for s in _C._schemas():
+        fn = getattr(_C, s["name"])
+        namespace, _, name = s["name"].rpartition("::")
+        if not namespace:
+            globals()[name] = fn
+            exported.append(name)
+            continue
+        if namespace not in globals():
+            globals()[namespace] = Namespace(namespace)
+            exported.append(namespace)
+        setattr(globals()[namespace], name, fn)
+    return sorted(exported)
 
 
 __all__ = _export()

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "loader/loader.h"
+#include "loader/op_table.h"
 #include "test_support.h"
 
 using namespace torchferry;
@@ -34,7 +35,19 @@ TEST_CASE("example_c loads and serves abs and add", "[example_c]") {
       registry.LoadFile(RequiredEnv("TF_TEST_EXAMPLE_C_PLUGIN"));
   REQUIRE(plugin != nullptr);
   CHECK(plugin->kind == TF_PLUGIN_NATIVE);
-  REQUIRE(plugin->kernels.size() == 2);
+  REQUIRE(plugin->kernels.size() == 3);
+  CHECK(plugin->kernels[2].op == "example::axpby");
+  REQUIRE(plugin->declared_ops == std::vector<std::string>{"example::axpby"});
+  REQUIRE(registry.declared_ops().size() == 1);
+  CHECK(registry.declared_ops()[0].spelling ==
+        "example::axpby(Tensor x, Tensor y, *, float a, float b) -> Tensor");
+  CHECK(registry.OpIndexOf("example::axpby") == static_cast<int>(kNumOps));
+  CHECK(registry.num_ops() == kNumOps + 1);
+  const KernelEntry* axpby =
+      registry.Find("example::axpby", TF_DEVICE_CPU, kF32);
+  REQUIRE(axpby != nullptr);
+  CHECK(axpby->infer != nullptr);
+  CHECK(Kernel(registry, "abs").infer == nullptr);
   const KernelEntry& abs = Kernel(registry, "abs");
   const KernelEntry& add = Kernel(registry, "add");
   ErrorSink sink;

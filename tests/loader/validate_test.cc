@@ -33,12 +33,14 @@ tf_plugin Descriptor(const char* name, const tf_kernel* kernels, size_t n) {
 }  // namespace
 
 TEST_CASE("the ABI 1.0 sizes the validator holds plugins to", "[validate]") {
-  // ABI 1.0 is the current version, so its sizes are today's sizeof; when a
-  // minor appends fields these stay and sizeof grows.
-  CHECK(kPluginV1Size == sizeof(tf_plugin));
+  // The sizes of the frozen 1.0 header's structs (tests/abi/v1_0), which
+  // stay when a minor appends fields and sizeof grows.
+  CHECK(kPluginV1Size == sizeof(tf_plugin) - 2 * sizeof(void*));  // 1.1: ops
+  CHECK(kPluginV11Size == sizeof(tf_plugin));
   CHECK(kKernelV1Size == sizeof(tf_kernel));
   CHECK(kHostApiV1Size == sizeof(tf_host_api));
   CHECK(kCallV1Size == sizeof(tf_call));
+  CHECK(kOpDeclV11Size == sizeof(tf_op_decl));
 }
 
 TEST_CASE("a correct descriptor validates", "[validate]") {
@@ -63,7 +65,7 @@ TEST_CASE("NULL and wrong majors", "[validate]") {
              Catch::StartsWith("mem: the entry function returned NULL"));
   const tf_plugin p = Descriptor("x", nullptr, 0);
   CHECK_THAT(ValidateDescriptor(&p, "mem", 2, 0).error,
-             Catch::Contains("host speaks 2.x, plugin was built for 1.0"));
+             Catch::Contains("host speaks 2.x, plugin was built for 1.1"));
   tf_plugin tiny = p;
   tiny.struct_size = 4;
   CHECK_THAT(ValidateDescriptor(&tiny, "mem").error,

@@ -1,6 +1,7 @@
 /* Correct, from the future: built for a newer minor whose tf_plugin and
    tf_kernel have fields appended, and which knows an op this host does not.
    It must load, with that one kernel left out. */
+#include "abi/torchferry.h"  // the newest header, not synthetic.h's 1.0 one
 #include "synthetic.h"
 
 typedef struct kernel_v1_next {
@@ -28,7 +29,8 @@ static const kernel_v1_next kernels[] = {
 
 static const plugin_v1_next plugin = {
     {sizeof(plugin_v1_next), TF_ABI_VERSION_MAJOR, TF_ABI_VERSION_MINOR + 1,
-     "newerminor", "0.0.1", TF_PLUGIN_NATIVE, 0, NULL, NULL, &kernels[0].v1, 3},
+     "newerminor", "0.0.1", TF_PLUGIN_NATIVE, 0, NULL, NULL, &kernels[0].v1, 3,
+     NULL, 0},
     NULL,
     42};
 

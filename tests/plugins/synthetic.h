@@ -2,6 +2,10 @@
  * Shared pieces of the synthetic test plugins. Each plugin in this folder is
  * correct except for the one thing its file name says, so that a test can
  * tell the loader rejects it for that reason and no other.
+ *
+ * They are built against the frozen ABI 1.0 header (tests/abi/v1_0), as a
+ * plugin built years ago was: every host of major 1 must keep loading them.
+ * A plugin that needs a newer minor includes abi/torchferry.h first.
  */
 #ifndef TORCHFERRY_TESTS_SYNTHETIC_H_
 #define TORCHFERRY_TESTS_SYNTHETIC_H_
@@ -9,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "abi/torchferry.h"
+#include "tests/abi/v1_0/torchferry.h"
 
 /* A kernel that accepts any call and does nothing. */
 static inline tf_status synthetic_ok_kernel(const tf_call* call) {

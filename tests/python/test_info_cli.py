@@ -15,7 +15,7 @@ from conftest import assert_matches, clean_env, conversions, make, run_python
 
 SHIM = bridge.shim_available()
 AUTO_PATH = "shim" if SHIM else "offset"
-V1_OPS = {s["name"] for s in torchferry.ops.schemas()}
+V1_OPS = {s["name"] for s in torchferry.ops.schemas() if s["declared_by"] is None}
 
 
 def cli(*args, **env):
@@ -63,7 +63,7 @@ def test_json_names_this_torch_and_the_bridge_path(cli_json):
 def test_json_lists_the_cpu_plugin_with_its_kernels(cli_json):
     loaded = by_name(cli_json["plugins"])
     cpu = loaded["cpu"]
-    assert cpu["kind"] == "native" and cpu["abi"] == "1.0"
+    assert cpu["kind"] == "native" and cpu["abi"] == "1.1"
     assert cpu["path"] == os.path.join(torchferry.PLUGIN_DIR, "torchferry_cpu.so")
     kernels = {tuple(k) for k in cpu["kernels"]}
     assert {op for op, _, _ in kernels} == V1_OPS
@@ -76,12 +76,26 @@ def test_json_lists_the_cpu_plugin_with_its_kernels(cli_json):
 @pytest.mark.subprocess
 def test_json_shows_example_c_shadowed_by_cpu(cli_json):
     example = by_name(cli_json["plugins"])["example_c"]
-    assert {tuple(k) for k in example["kernels"]} == {("abs", "cpu", "float32"), ("add", "cpu", "float32")}
+    assert {tuple(k) for k in example["kernels"]} == {
+        ("abs", "cpu", "float32"),
+        ("add", "cpu", "float32"),
+        ("example::axpby", "cpu", "float32"),
+    }
     shadowed = {(s["op"], s["device"], s["dtype"], s["loser"], s["winner"]) for s in cli_json["shadowed"]}
     assert ("abs", "cpu", "float32", "example_c", "cpu") in shadowed
     assert ("add", "cpu", "float32", "example_c", "cpu") in shadowed
     assert plugins.kernel_for("abs", "cpu", "float32") == "cpu"
     assert plugins.kernel_for("add", "cpu", "float32") == "cpu"
+    # Its own op has no rival: it serves it.
+    assert ("example::axpby", "cpu", "float32", "example_c", "cpu") not in shadowed
+    assert plugins.kernel_for("example::axpby", "cpu", "float32") == "example_c"
+    assert cli_json["declared_ops"] == [
+        {
+            "name": "example::axpby",
+            "schema": "example::axpby(Tensor x, Tensor y, *, float a, float b) -> Tensor",
+            "declared_by": "example_c",
+        }
+    ]
 
 
 @pytest.mark.subprocess
@@ -97,7 +111,7 @@ def test_text_says_the_same(cli_text, cli_json):
     assert f"bridge path: {AUTO_PATH}" in cli_text
     assert f"shim (torch_tensor_from_pyobject): {'available' if SHIM else 'absent'}" in cli_text
     assert "offset calibration: ok" in cli_text
-    assert "cpu 0.1.0 (native, ABI 1.0" in cli_text
+    assert "cpu 0.1.0 (native, ABI 1.1" in cli_text
     for op in ("abs", "matmul", "cast"):
         dtypes = [dt for o, dev, dt in by_name(cli_json["plugins"])["cpu"]["kernels"] if o == op]
         assert f"{op} [cpu]: {' '.join(dtypes)}" in cli_text

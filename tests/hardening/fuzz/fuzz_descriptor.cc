@@ -393,6 +393,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       static_cast<void*>(nullptr));
   Put(plugin, plugin_bytes, offsetof(tf_plugin, set_option),
       static_cast<void*>(nullptr));
+  // ABI 1.1's declarations: none here (fuzz_schema fuzzes their schemas).
+  Put(plugin, plugin_bytes, offsetof(tf_plugin, ops),
+      static_cast<const tf_op_decl*>(nullptr));
+  Put(plugin, plugin_bytes, offsetof(tf_plugin, num_ops), size_t{0});
 
   const auto* descriptor = reinterpret_cast<const tf_plugin*>(plugin);
   torchferry::ValidationResult r = torchferry::ValidateDescriptor(

@@ -1,0 +1,229 @@
+/*
+ * Plugins that declare ops (ABI 1.1), built by
+ * tests/python/test_declared_ops.py once per variant: `cc -DFLAW=<n>
+ * -DNAME=<stem>`. FLAW 0 is a correct plugin whose infer functions misbehave at
+ * call time in the ways a host must survive; every other FLAW breaks one rule
+ * of ABI.md "Declared ops", so that the loader must skip the plugin with that
+ * rule's reason and no other.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "abi/torchferry.h"
+
+#ifndef FLAW
+#define FLAW 0
+#endif
+#define STR2(x) #x
+#define STR(x) STR2(x)
+
+/* The variants: macros, not an enum, because #if compares them. */
+#define GOOD 0
+#define SCHEMA_SYNTAX 1
+#define SCHEMA_DEFAULT 2
+#define NAME_MISMATCH 3
+#define NO_NAMESPACE 4
+#define NULL_INFER 5
+#define NULL_SCHEMA 6
+#define DUPLICATE 7
+#define SMALL_DECL 8
+#define PLUGIN_V1_0_SIZE 9
+#define NULL_OPS 10
+#define UNDECLARED_KERNEL 11
+#define FIRST_NOT_TENSOR 12
+#define TAKEN_NAMESPACE 13
+#define TENSOR_LIST 14
+#define CONFLICT 15
+#define TWO_RETURNS 16
+#define SAME_SCHEMA 17 /* correct: a second plugin serving decl::twice */
+
+/* out = scale * x (+ 1 for the SAME_SCHEMA plugin, to tell them apart). */
+static tf_status twice(const tf_call* call) {
+  const tf_tensor* x = call->inputs[0].value.tensor;
+  const tf_tensor* out = &call->outputs[0];
+  const float scale = (float)call->attrs[0].value.f;
+  const float bias = FLAW == SAME_SCHEMA ? 1.0f : 0.0f;
+  int64_t n = 1;
+  int64_t i;
+  int32_t d;
+  if (!(x->flags & TF_TENSOR_CONTIGUOUS) ||
+      !(out->flags & TF_TENSOR_CONTIGUOUS)) {
+    return call->host->set_error(call->error_sink, TF_ERROR_UNSUPPORTED,
+                                 "contiguous tensors only");
+  }
+  for (d = 0; d < x->ndim; ++d) n *= x->shape[d];
+  for (i = 0; i < n; ++i) {
+    ((float*)out->data)[i] = scale * ((const float*)x->data)[i] + bias;
+  }
+  return TF_OK;
+}
+
+static tf_status same_as_x(const tf_call* call, tf_tensor_spec* specs,
+                           int32_t num_specs) {
+  const tf_tensor* x = call->inputs[0].value.tensor;
+  int32_t d;
+  if (num_specs != 1 || call->outputs != NULL) {
+    return call->host->set_error(call->error_sink, TF_ERROR_INTERNAL,
+                                 "expected one spec and no outputs yet");
+  }
+  specs[0].dtype = x->dtype;
+  specs[0].ndim = x->ndim;
+  for (d = 0; d < x->ndim; ++d) specs[0].shape[d] = x->shape[d];
+  return TF_OK;
+}
+
+#if FLAW == GOOD
+/* The infer functions of the ops that misbehave at call time. */
+static tf_status infer_fails(const tf_call* call, tf_tensor_spec* specs,
+                             int32_t num_specs) {
+  (void)specs;
+  (void)num_specs;
+  return call->host->set_error(call->error_sink, TF_ERROR_INVALID_ARGUMENT,
+                               "x must be square");
+}
+static tf_status infer_silent(const tf_call* call, tf_tensor_spec* specs,
+                              int32_t num_specs) {
+  (void)call;
+  (void)specs;
+  (void)num_specs;
+  return TF_ERROR_UNSUPPORTED; /* and no message */
+}
+static tf_status infer_negative(const tf_call* call, tf_tensor_spec* specs,
+                                int32_t num_specs) {
+  tf_status s = same_as_x(call, specs, num_specs);
+  specs[0].shape[0] = -3;
+  return s;
+}
+static tf_status infer_huge(const tf_call* call, tf_tensor_spec* specs,
+                            int32_t num_specs) {
+  (void)call;
+  (void)num_specs;
+  specs[0].dtype.code = TF_DTYPE_FLOAT;
+  specs[0].dtype.bits = 32;
+  specs[0].dtype.lanes = 1;
+  specs[0].ndim = 3;
+  specs[0].shape[0] = INT64_C(1) << 40;
+  specs[0].shape[1] = INT64_C(1) << 40;
+  specs[0].shape[2] = 8;
+  return TF_OK;
+}
+static tf_status infer_rank(const tf_call* call, tf_tensor_spec* specs,
+                            int32_t num_specs) {
+  tf_status s = same_as_x(call, specs, num_specs);
+  specs[0].ndim = TF_MAX_NDIM + 1;
+  return s;
+}
+static tf_status infer_dtype(const tf_call* call, tf_tensor_spec* specs,
+                             int32_t num_specs) {
+  tf_status s = same_as_x(call, specs, num_specs);
+  specs[0].dtype.code = 9;
+  return s;
+}
+static tf_status infer_wrong_shape(const tf_call* call, tf_tensor_spec* specs,
+                                   int32_t num_specs) {
+  tf_status s = same_as_x(call, specs, num_specs);
+  specs[0].ndim = 1;
+  specs[0].shape[0] = 5; /* the kernel would write x's numel: caught by the
+                            host's out= check when the user passes one */
+  return s;
+}
+#endif
+
+#define DECL(name, schema, infer) \
+  { sizeof(tf_op_decl), name, schema, infer, "a test op" }
+#define KERNEL(op, fn) \
+  { sizeof(tf_kernel), op, TF_DEVICE_CPU, {TF_DTYPE_FLOAT, 32, 1}, fn, NULL }
+
+#if FLAW == GOOD
+static const tf_op_decl ops[] = {
+    DECL("decl::twice", "decl::twice(Tensor x, *, float scale=2.0) -> Tensor",
+         same_as_x),
+    DECL("decl::infer_fails", "decl::infer_fails(Tensor x) -> Tensor",
+         infer_fails),
+    DECL("decl::infer_silent", "decl::infer_silent(Tensor x) -> Tensor",
+         infer_silent),
+    DECL("decl::negative", "decl::negative(Tensor x) -> Tensor",
+         infer_negative),
+    DECL("decl::huge", "decl::huge(Tensor x) -> Tensor", infer_huge),
+    DECL("decl::rank", "decl::rank(Tensor x) -> Tensor", infer_rank),
+    DECL("decl::bad_dtype", "decl::bad_dtype(Tensor x) -> Tensor", infer_dtype),
+    DECL("decl::wrong_shape", "decl::wrong_shape(Tensor x) -> Tensor",
+         infer_wrong_shape),
+};
+static const tf_kernel kernels[] = {
+    KERNEL("decl::twice", twice),        KERNEL("decl::infer_fails", twice),
+    KERNEL("decl::infer_silent", twice), KERNEL("decl::negative", twice),
+    KERNEL("decl::huge", twice),         KERNEL("decl::rank", twice),
+    KERNEL("decl::bad_dtype", twice),    KERNEL("decl::wrong_shape", twice),
+};
+#elif FLAW == SAME_SCHEMA || FLAW == CONFLICT
+static const tf_op_decl ops[] = {
+    DECL("decl::twice",
+         FLAW == CONFLICT ? "decl::twice(Tensor x, *, float scale) -> Tensor"
+                          : "decl::twice(Tensor x, *, float scale=2.0) -> "
+                            "Tensor",
+         same_as_x),
+};
+static const tf_kernel kernels[] = {KERNEL("decl::twice", twice)};
+#else
+/* One declaration (two for DUPLICATE) that breaks the rule FLAW names. */
+static const tf_op_decl ops[] = {
+#if FLAW == SCHEMA_SYNTAX
+    DECL("dbad::f", "dbad::f(Tensr x) -> Tensor", same_as_x),
+#elif FLAW == SCHEMA_DEFAULT
+    DECL("dbad::f", "dbad::f(Tensor x, int k=1.5) -> Tensor", same_as_x),
+#elif FLAW == NAME_MISMATCH
+    DECL("dbad::f", "dbad::g(Tensor x) -> Tensor", same_as_x),
+#elif FLAW == NO_NAMESPACE
+    DECL("f", "f(Tensor x) -> Tensor", same_as_x),
+#elif FLAW == NULL_INFER
+    DECL("dbad::f", "dbad::f(Tensor x) -> Tensor", NULL),
+    DECL("dbad::g", "dbad::g(Tensor x) -> Tensor", same_as_x),
+#elif FLAW == NULL_SCHEMA
+    DECL("dbad::f", NULL, same_as_x),
+#elif FLAW == DUPLICATE
+    DECL("dbad::f", "dbad::f(Tensor x) -> Tensor", same_as_x),
+    DECL("dbad::f", "dbad::f(Tensor x) -> Tensor", same_as_x),
+#elif FLAW == SMALL_DECL
+    {offsetof(tf_op_decl, infer), "dbad::f", "dbad::f(Tensor x) -> Tensor",
+     same_as_x, NULL},
+#elif FLAW == FIRST_NOT_TENSOR
+    DECL("dbad::f", "dbad::f(int k, Tensor x) -> Tensor", same_as_x),
+#elif FLAW == TAKEN_NAMESPACE
+    DECL("abs::f", "abs::f(Tensor x) -> Tensor", same_as_x),
+#elif FLAW == TENSOR_LIST
+    DECL("dbad::f", "dbad::f(Tensor x, Tensor[] ys) -> Tensor", same_as_x),
+#elif FLAW == TWO_RETURNS
+    DECL("dbad::f", "dbad::f(Tensor x) -> (Tensor a, Tensor b)", same_as_x),
+#else
+    DECL("dbad::f", "dbad::f(Tensor x) -> Tensor", same_as_x),
+#endif
+};
+static const tf_kernel kernels[] = {
+    KERNEL(FLAW == UNDECLARED_KERNEL ? "dbad::g" : "abs", twice),
+};
+#endif
+
+static const tf_plugin plugin = {
+    FLAW == PLUGIN_V1_0_SIZE ? TF_PLUGIN_V1_0_SIZE : sizeof(tf_plugin),
+    TF_ABI_VERSION_MAJOR,
+    TF_ABI_VERSION_MINOR,
+    STR(NAME),
+    "0.0.1",
+    FLAW == SAME_SCHEMA ? TF_PLUGIN_FALLBACK : TF_PLUGIN_NATIVE,
+    0,
+    NULL,
+    NULL,
+    kernels,
+    sizeof(kernels) / sizeof(kernels[0]),
+    FLAW == NULL_OPS ? NULL : ops,
+    FLAW == NULL_OPS ? 2 : sizeof(ops) / sizeof(ops[0]),
+};
+
+TF_PLUGIN_EXPORT const tf_plugin* torchferry_plugin_entry(
+    uint32_t host_abi_major, uint32_t host_abi_minor, const tf_host_api* host) {
+  (void)host_abi_major;
+  (void)host_abi_minor;
+  (void)host;
+  return &plugin;
+}
