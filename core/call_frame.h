@@ -124,6 +124,11 @@ class CallFrame {
     return p;
   }
 
+  // Room for one Python number standing for a tensor (core/number_tensor.h):
+  // its view and its 8 bytes live as long as the frame.
+  TensorRef* number_ref() { return &number_ref_; }
+  void* number_bits() { return number_bits_; }
+
   tf_tensor* list_items() { return items_; }
   int num_refs() const { return num_refs_; }
   TensorRef& ref(int i) { return refs_[i]; }
@@ -191,6 +196,8 @@ class CallFrame {
   Noted inline_noted_[kInlineNoted];
   std::vector<Noted> more_noted_;
   std::vector<TensorRef> imported_;  // DLPack imports, released last
+  TensorRef number_ref_;
+  alignas(8) unsigned char number_bits_[8];
 };
 
 }  // namespace torchferry

@@ -104,20 +104,32 @@ bool Derive(OpFunction* fn) {
   return InternSignatureNames(sig);
 }
 
-// [{"name", "type", "optional", "kwarg_only", "written", "default"}], the
-// default as Python writes it or None when there is none.
-PyObject* ArgsList(const OpSchema& schema) {
+// Whether a Python number may stand for the tensor argument `index`: the
+// second operand of a broadcast (ops.mul(x, 0.5)) and clamp's bounds.
+bool NumberOk(const OpFunction& fn, size_t index) {
+  const SchemaArg& a = fn.schema.args[index];
+  if (a.type != ArgType::kTensor) return false;
+  const Geometry g = fn.entry->geometry;
+  return (g == Geometry::kBroadcast && index == 1) ||
+         (g == Geometry::kClamp && index > 0);
+}
+
+// [{"name", "type", "optional", "kwarg_only", "written", "default",
+// "number_ok"}], the default as Python writes it or None when there is none.
+PyObject* ArgsList(const OpFunction& fn) {
   PyObject* list = PyList_New(0);
   if (list == nullptr) return nullptr;
-  for (const SchemaArg& a : schema.args) {
+  for (size_t i = 0; i < fn.schema.args.size(); ++i) {
+    const SchemaArg& a = fn.schema.args[i];
     PyObject* item = Py_BuildValue(
-        "{s:s,s:s,s:O,s:O,s:O,s:N}", "name", a.name.c_str(), "type",
+        "{s:s,s:s,s:O,s:O,s:O,s:N,s:O}", "name", a.name.c_str(), "type",
         ArgTypeName(a.type), "optional", a.optional ? Py_True : Py_False,
         "kwarg_only", a.kwarg_only ? Py_True : Py_False, "written",
         a.written ? Py_True : Py_False, "default",
         a.has_default
             ? PyUnicode_FromString(DefaultText(a.default_value).c_str())
-            : (Py_INCREF(Py_None), Py_None));
+            : (Py_INCREF(Py_None), Py_None),
+        "number_ok", NumberOk(fn, i) ? Py_True : Py_False);
     if (item == nullptr || PyList_Append(list, item) < 0) {
       Py_XDECREF(item);
       Py_DECREF(list);
@@ -239,7 +251,7 @@ PyObject* SchemasList() {
         "{s:s,s:s,s:s,s:N,s:n,s:s,s:s,s:s,s:s,s:N}", "name", fn.name.c_str(),
         "schema", fn.schema.ToString().c_str(), "signature",
         PythonSignature(fn, /*self_marker=*/false).c_str(), "args",
-        ArgsList(fn.schema), "returns",
+        ArgsList(fn), "returns",
         static_cast<Py_ssize_t>(fn.schema.returns.size()), "doc", doc.c_str(),
         "dtypes", DtypeRuleName(e.dtypes), "aliasing",
         e.alias == AliasRule::kExact ? "exact" : "none", "contract",

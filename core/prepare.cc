@@ -7,6 +7,7 @@
 
 #include "core/checks.h"
 #include "core/dispatch.h"
+#include "core/number_tensor.h"
 #include "core/op_functions.h"
 #include "core/out_alloc.h"
 #include "core/py_errors.h"
@@ -224,7 +225,16 @@ bool PrepareBroadcast(const OpFunction& fn, const ParsedArgs& args,
   const char* op = fn.name.c_str();
   const bool exact_alias_ok = fn.entry->alias == AliasRule::kExact;
   TensorRef* x = f.Take(args.values[0], "input", false);
-  TensorRef* y = x ? TakeLike(op, "other", args.values[1], f, *x) : nullptr;
+  TensorRef* y = nullptr;
+  if (x != nullptr && IsPythonNumber(args.values[1])) {
+    // mul(x, 0.5): a 0-dim tensor of x's dtype, broadcast like any other.
+    y = f.number_ref();
+    if (!NumberAsTensor(op, "other", args.values[1], *x, f.number_bits(), y)) {
+      return false;
+    }
+  } else if (x != nullptr) {
+    y = TakeLike(op, "other", args.values[1], f, *x);
+  }
   int ndim;
   int64_t shape[kMaxRank];
   if (y == nullptr || !BroadcastShapes(op, *x, *y, &ndim, shape) ||

@@ -78,13 +78,13 @@ inline constexpr OpEntry kOpTable[] = {
      "inputs: x. out: x's shape and dtype; silu(x) = x / (1 + exp(-x))."},
     {"add(Tensor input, Tensor other, Scalar alpha=1) -> Tensor",
      DtypeRule::kAny, AliasRule::kExact, Geometry::kBroadcast,
-     "out = input + alpha * other, broadcasting",
+     "out = input + alpha * other, broadcasting; other may be a Python number",
      "inputs: x, y, broadcast to out's shape (same ndim, stride 0 on "
      "broadcast dims). attrs: alpha, `TF_ARG_FLOAT` for float dtypes, "
      "`TF_ARG_INT` for int dtypes. out = x + alpha * y."},
     {"mul(Tensor input, Tensor other) -> Tensor", DtypeRule::kAny,
      AliasRule::kExact, Geometry::kBroadcast,
-     "out = input * other, broadcasting",
+     "out = input * other, broadcasting; other may be a Python number",
      "inputs: x, y, broadcast as for add. out = x * y."},
     {"clamp(Tensor input, Tensor? min=None, Tensor? max=None) -> Tensor",
      DtypeRule::kAny, AliasRule::kExact, Geometry::kClamp,

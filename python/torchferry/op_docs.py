@@ -39,9 +39,10 @@ def _stub_params(schema):
             params.append("*")
             star = True
         kind = _TYPES[a["type"]]
+        if a["number_ok"]:  # a Python number may stand for this tensor
+            kind = f"Union[{kind}, Number]"
         if a["optional"]:
-            # A Python number may stand for an optional tensor (clamp's bounds).
-            kind = f"Union[{kind}, Number, None]" if a["type"] == "Tensor" else f"Optional[{kind}]"
+            kind = f"Optional[{kind}]"
         default = f" = {a['default']}" if a["default"] is not None else ""
         params.append(f"{a['name']}: {kind}{default}")
     if not star:

@@ -20,13 +20,13 @@ def exp(input: torch.Tensor, *, out: Optional[torch.Tensor] = None, stream: Any 
 def silu(input: torch.Tensor, *, out: Optional[torch.Tensor] = None, stream: Any = None) -> torch.Tensor:
     """out = input * sigmoid(input)"""
 
-def add(input: torch.Tensor, other: torch.Tensor, alpha: Number = 1, *, out: Optional[torch.Tensor] = None, stream: Any = None) -> torch.Tensor:
-    """out = input + alpha * other, broadcasting"""
+def add(input: torch.Tensor, other: Union[torch.Tensor, Number], alpha: Number = 1, *, out: Optional[torch.Tensor] = None, stream: Any = None) -> torch.Tensor:
+    """out = input + alpha * other, broadcasting; other may be a Python number"""
 
-def mul(input: torch.Tensor, other: torch.Tensor, *, out: Optional[torch.Tensor] = None, stream: Any = None) -> torch.Tensor:
-    """out = input * other, broadcasting"""
+def mul(input: torch.Tensor, other: Union[torch.Tensor, Number], *, out: Optional[torch.Tensor] = None, stream: Any = None) -> torch.Tensor:
+    """out = input * other, broadcasting; other may be a Python number"""
 
-def clamp(input: torch.Tensor, min: Union[torch.Tensor, Number, None] = None, max: Union[torch.Tensor, Number, None] = None, *, out: Optional[torch.Tensor] = None, stream: Any = None) -> torch.Tensor:
+def clamp(input: torch.Tensor, min: Optional[Union[torch.Tensor, Number]] = None, max: Optional[Union[torch.Tensor, Number]] = None, *, out: Optional[torch.Tensor] = None, stream: Any = None) -> torch.Tensor:
     """out = min(max(input, min), max); each bound a number, a tensor or None"""
 
 def stack(tensors: Sequence[torch.Tensor], dim: int = 0, *, out: Optional[torch.Tensor] = None, stream: Any = None) -> torch.Tensor:

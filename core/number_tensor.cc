@@ -1,0 +1,154 @@
+#include "core/number_tensor.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "core/dtypes.h"
+#include "core/py_errors.h"
+
+namespace torchferry {
+namespace {
+
+// IEEE binary16 and bfloat16 from a float, rounding to nearest even, as
+// torch's own conversions do.
+uint16_t HalfBits(float value) {
+  uint32_t f;
+  std::memcpy(&f, &value, 4);
+  const uint32_t sign = (f >> 16) & 0x8000u;
+  const uint32_t abs = f & 0x7fffffffu;
+  if (abs >= 0x7f800000u) {  // inf or NaN
+    return static_cast<uint16_t>(sign | 0x7c00u |
+                                 (abs > 0x7f800000u ? 0x200u : 0));
+  }
+  if (abs >= 0x477ff000u)
+    return static_cast<uint16_t>(sign | 0x7c00u);  // overflow
+  if (abs < 0x38800000u) {                         // a subnormal half, or zero
+    const float magnitude = std::fabs(value) * 16777216.0f;  // 2**24
+    return static_cast<uint16_t>(
+        sign | static_cast<uint32_t>(std::nearbyint(magnitude)));
+  }
+  const uint32_t rounded = abs + 0xfffu + ((abs >> 13) & 1u);
+  return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
+}
+
+uint16_t BFloatBits(float value) {
+  uint32_t f;
+  std::memcpy(&f, &value, 4);
+  if ((f & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((f >> 16) | 0x40u);
+  return static_cast<uint16_t>((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
+}
+
+enum class Category { kBool, kInt, kFloat };
+
+Category CategoryOf(PyObject* number) {
+  if (PyBool_Check(number)) return Category::kBool;
+  return PyLong_Check(number) ? Category::kInt : Category::kFloat;
+}
+
+Category CategoryOf(DtypeIndex dtype) {
+  if (dtype == kBool) return Category::kBool;
+  return Dtype(dtype).is_float ? Category::kFloat : Category::kInt;
+}
+
+const char* CategoryName(Category c) {
+  return c == Category::kBool  ? "a bool"
+         : c == Category::kInt ? "an int"
+                               : "a float";
+}
+
+}  // namespace
+
+bool NumberAsTensor(const char* op, const char* what, PyObject* number,
+                    const TensorRef& like, void* bits, TensorRef* ref) {
+  const DtypeIndex dtype = like.dtype;
+  const Category number_category = CategoryOf(number);
+  const Category tensor_category = CategoryOf(dtype);
+  if (number_category > tensor_category) {
+    return RaiseError(
+        PyExc_TypeError,
+        fmt::format(
+            "{}(): {} is {} but input has dtype {}; torch would promote "
+            "the result to another dtype, which torchferry does not do: "
+            "pass {} to match input, or cast input first",
+            op, what, CategoryName(number_category), Dtype(dtype).name,
+            CategoryName(tensor_category)));
+  }
+  if (like.view.device.device_type != TF_DEVICE_CPU) {
+    return RaiseError(
+        PyExc_TypeError,
+        fmt::format("{}(): {} is a Python number, which stands for a tensor on "
+                    "the cpu only; input is on another device: pass a tensor "
+                    "there (torch.tensor({}, device=input.device))",
+                    op, what, what));
+  }
+  std::memset(bits, 0, 8);
+  if (tensor_category == Category::kFloat) {
+    const double v = PyFloat_AsDouble(number);  // an int or bool: exact enough
+    if (v == -1.0 && PyErr_Occurred()) return false;
+    switch (dtype) {
+      case kFloat64:
+        std::memcpy(bits, &v, 8);
+        break;
+      case kFloat32: {
+        const float f = static_cast<float>(v);
+        std::memcpy(bits, &f, 4);
+        break;
+      }
+      case kFloat16: {
+        const uint16_t h = HalfBits(static_cast<float>(v));
+        std::memcpy(bits, &h, 2);
+        break;
+      }
+      default: {
+        const uint16_t b = BFloatBits(static_cast<float>(v));
+        std::memcpy(bits, &b, 2);
+        break;
+      }
+    }
+  } else {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(number, &overflow);
+    if (overflow == 0 && v == -1 && PyErr_Occurred()) return false;
+    // torch's rule (c10::checked_convert): the value must fit the dtype; an
+    // unsigned dtype also takes negatives down to -max, which wrap.
+    const int bytes = Dtype(dtype).itemsize;
+    const bool is_unsigned = Dtype(dtype).dtype.code == TF_DTYPE_UINT;
+    long long lo = INT64_MIN, hi = INT64_MAX;
+    if (dtype == kBool) {
+      lo = 0, hi = 1;
+    } else if (bytes < 8) {
+      hi =
+          is_unsigned ? (1ll << (8 * bytes)) - 1 : (1ll << (8 * bytes - 1)) - 1;
+      lo = is_unsigned ? -hi : -hi - 1;
+    }
+    if (overflow != 0 || v < lo || v > hi) {
+      PyObject* text = PyObject_Str(number);
+      const std::string shown = text ? Utf8Text(text) : "the value";
+      Py_XDECREF(text);
+      return RaiseError(
+          PyExc_OverflowError,
+          fmt::format("{}(): {}={} cannot be converted to {} without overflow "
+                      "({} takes {} to {})",
+                      op, what, shown, Dtype(dtype).name, Dtype(dtype).name, lo,
+                      hi));
+    }
+    // Little-endian: the low bytes of the two's complement are the value.
+    std::memcpy(bits, &v, static_cast<size_t>(bytes));
+  }
+  *ref = TensorRef{};
+  ref->view.data = bits;
+  ref->view.device = like.view.device;
+  ref->view.ndim = 0;
+  ref->view.dtype = Dtype(dtype).dtype;
+  ref->view.flags = TF_TENSOR_CONTIGUOUS;
+  ref->view.source_kind = TF_SOURCE_NONE;
+  ref->dtype = dtype;
+  ref->numel = 1;
+  ref->object = number;
+  return true;
+}
+
+}  // namespace torchferry

@@ -1,0 +1,32 @@
+// A Python number where an op takes a tensor (ops.mul(x, 0.5), ops.add(x, 1)):
+// the number becomes a 0-dim tensor of the other operand's dtype, held in the
+// call frame, which the op's broadcast then spreads with stride 0. Kernels see
+// what they always see, so plugins of any minor serve it.
+//
+// torch's rule for the result's dtype: a Python number does not change the
+// dtype of a tensor of its category or a higher one (bool < int < float), so
+// mul(float16 tensor, 0.5) stays float16 and add(int32 tensor, 1) stays int32.
+// A number of a higher category (add(int32 tensor, 0.5), which torch computes
+// in float32) would need type promotion, which torchferry does not do: that is
+// a TypeError saying so.
+#pragma once
+
+#include <Python.h>
+
+#include "core/bridge.h"
+
+namespace torchferry {
+
+// True for int, float and bool objects (not tensors, not numpy scalars).
+inline bool IsPythonNumber(PyObject* obj) {
+  return PyFloat_CheckExact(obj) || PyLong_Check(obj);
+}
+
+// Writes `number` as one element of `like`'s dtype into `bits` (8 bytes,
+// aligned) and fills `ref` as a 0-dim view of it on `like`'s device, or
+// returns false with a TypeError or OverflowError in torch's words. CPU only:
+// a CUDA kernel cannot read host memory.
+bool NumberAsTensor(const char* op, const char* what, PyObject* number,
+                    const TensorRef& like, void* bits, TensorRef* ref);
+
+}  // namespace torchferry
