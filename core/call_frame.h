@@ -22,12 +22,30 @@
 #include "abi/torchferry.h"
 #include "core/bridge.h"
 #include "core/py_errors.h"
+#include "loader/loader.h"
 
 namespace torchferry {
 
 constexpr int kMaxAttrs = 16;  // a schema's arguments at most
 constexpr int kMaxRank = 16;   // for rewritten shapes; bridged views have none
 constexpr int kInlineTensors = 12;
+
+// Where a frame's tensors come from when not from Python: the call-argument
+// fuzzer hands the preparation rules (core/prepare.cc) placeholder objects
+// and answers for them with views it built itself, so that it runs the very
+// checks a call from Python runs.
+class TensorSource {
+ public:
+  virtual ~TensorSource() = default;
+  // Fills `ref` for the placeholder `obj`; false with a Python exception.
+  virtual bool Take(PyObject* obj, const char* what, bool writable,
+                    TensorRef* ref) = 0;
+  // The out= a call that passed none gets, for an out of `dtype`, `ndim` and
+  // `shape` on `like`'s device: a new reference to a placeholder, or nullptr
+  // with a Python exception.
+  virtual PyObject* Allocate(const TensorRef& like, DtypeIndex dtype, int ndim,
+                             const int64_t* shape) = 0;
+};
 
 class CallFrame {
  public:
@@ -60,7 +78,9 @@ class CallFrame {
   // reuses it without running Python.
   TensorRef* Take(PyObject* obj, const char* what, bool writable) {
     TensorRef* ref = &refs_[num_refs_];
-    if (bridge_.IsTorchTensor(obj)) {
+    if (source_ != nullptr) {
+      if (!source_->Take(obj, what, writable, ref)) return nullptr;
+    } else if (bridge_.IsTorchTensor(obj)) {
       if (!bridge_.Read(obj, what, writable, ref)) {
         PrefixPendingError(op_);
         return nullptr;
@@ -124,6 +144,29 @@ class CallFrame {
     return p;
   }
 
+  // The tf_call a kernel (or a declared op's infer, with_outputs false) gets
+  // from this frame; `sink` receives its error.
+  tf_call MakeCall(const void* kernel_data, void* stream, ErrorSink* sink,
+                   bool with_outputs = true) const {
+    tf_call call{};
+    call.struct_size = sizeof(tf_call);
+    call.inputs = inputs;
+    call.num_inputs = num_inputs;
+    call.num_attrs = num_attrs;
+    call.attrs = attrs;
+    call.outputs = with_outputs ? &output : nullptr;
+    call.num_outputs = with_outputs ? num_outputs : 0;
+    call.stream = stream;
+    call.kernel_data = const_cast<void*>(kernel_data);
+    call.host = HostApi();
+    call.error_sink = sink;
+    return call;
+  }
+
+  // Tensors from `source` instead of Python (nullptr: from Python).
+  void set_source(TensorSource* source) { source_ = source; }
+  TensorSource* source() const { return source_; }
+
   // Room for one Python number standing for a tensor (core/number_tensor.h):
   // its view and its 8 bytes live as long as the frame.
   TensorRef* number_ref() { return &number_ref_; }
@@ -174,6 +217,7 @@ class CallFrame {
   static constexpr int kArenaSize = 8 * kMaxRank;
   Bridge& bridge_;
   const char* op_;
+  TensorSource* source_ = nullptr;
   TensorRef inline_refs_[kInlineTensors];
   tf_tensor inline_items_[kInlineTensors];
   tf_arg inline_inputs_[kInlineTensors];

@@ -147,19 +147,7 @@ PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
   if (!ResolveStream(name, stream, device, &cuda_stream)) return nullptr;
 
   ErrorSink sink;
-  tf_call call;
-  call.struct_size = sizeof(tf_call);
-  call.inputs = f.inputs;
-  call.num_inputs = f.num_inputs;
-  call.num_attrs = f.num_attrs;
-  call.attrs = f.attrs;
-  call.outputs = &f.output;
-  call.num_outputs = f.num_outputs;
-  call.reserved = 0;
-  call.stream = cuda_stream;
-  call.kernel_data = kernel->kernel_data;
-  call.host = HostApi();
-  call.error_sink = &sink;
+  const tf_call call = f.MakeCall(kernel->kernel_data, cuda_stream, &sink);
 
   tf_status status;
   if (device.device_type == TF_DEVICE_CPU && f.work >= kReleaseGilWork) {

@@ -61,6 +61,35 @@ const char* CategoryName(Category c) {
 
 }  // namespace
 
+bool CheckedInt(const char* op, const char* what, PyObject* value,
+                DtypeIndex dtype, int64_t* result) {
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+  if (overflow == 0 && v == -1 && PyErr_Occurred()) return false;
+  // torch's rule (c10::checked_convert): the value must fit the dtype; an
+  // unsigned dtype also takes negatives down to -max, which wrap.
+  const int bits = Dtype(dtype).dtype.bits;
+  const bool is_unsigned = Dtype(dtype).dtype.code == TF_DTYPE_UINT;
+  long long lo = INT64_MIN, hi = INT64_MAX;
+  if (bits < 64 && dtype != kBool) {
+    hi = is_unsigned ? (1ll << bits) - 1 : (1ll << (bits - 1)) - 1;
+    lo = is_unsigned ? -hi : -hi - 1;
+  }
+  if (overflow != 0 || v < lo || v > hi) {
+    PyObject* text = PyObject_Str(value);
+    const std::string shown = text ? Utf8Text(text) : "the value";
+    Py_XDECREF(text);
+    return RaiseError(
+        PyExc_OverflowError,
+        fmt::format("{}(): {}={} cannot be converted to {} without overflow "
+                    "({} takes {} to {})",
+                    op, what, shown, Dtype(dtype).name, Dtype(dtype).name, lo,
+                    hi));
+  }
+  *result = is_unsigned && v < 0 ? v + hi + 1 : v;
+  return true;
+}
+
 bool NumberAsTensor(const char* op, const char* what, PyObject* number,
                     const TensorRef& like, void* bits, TensorRef* ref) {
   const DtypeIndex dtype = like.dtype;
@@ -109,34 +138,10 @@ bool NumberAsTensor(const char* op, const char* what, PyObject* number,
       }
     }
   } else {
-    int overflow = 0;
-    const long long v = PyLong_AsLongLongAndOverflow(number, &overflow);
-    if (overflow == 0 && v == -1 && PyErr_Occurred()) return false;
-    // torch's rule (c10::checked_convert): the value must fit the dtype; an
-    // unsigned dtype also takes negatives down to -max, which wrap.
-    const int bytes = Dtype(dtype).itemsize;
-    const bool is_unsigned = Dtype(dtype).dtype.code == TF_DTYPE_UINT;
-    long long lo = INT64_MIN, hi = INT64_MAX;
-    if (dtype == kBool) {
-      lo = 0, hi = 1;
-    } else if (bytes < 8) {
-      hi =
-          is_unsigned ? (1ll << (8 * bytes)) - 1 : (1ll << (8 * bytes - 1)) - 1;
-      lo = is_unsigned ? -hi : -hi - 1;
-    }
-    if (overflow != 0 || v < lo || v > hi) {
-      PyObject* text = PyObject_Str(number);
-      const std::string shown = text ? Utf8Text(text) : "the value";
-      Py_XDECREF(text);
-      return RaiseError(
-          PyExc_OverflowError,
-          fmt::format("{}(): {}={} cannot be converted to {} without overflow "
-                      "({} takes {} to {})",
-                      op, what, shown, Dtype(dtype).name, Dtype(dtype).name, lo,
-                      hi));
-    }
+    int64_t v;
+    if (!CheckedInt(op, what, number, dtype, &v)) return false;
     // Little-endian: the low bytes of the two's complement are the value.
-    std::memcpy(bits, &v, static_cast<size_t>(bytes));
+    std::memcpy(bits, &v, static_cast<size_t>(Dtype(dtype).itemsize));
   }
   *ref = TensorRef{};
   ref->view.data = bits;

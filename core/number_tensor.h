@@ -22,6 +22,12 @@ inline bool IsPythonNumber(PyObject* obj) {
   return PyFloat_CheckExact(obj) || PyLong_Check(obj);
 }
 
+// An int `value` as an element of integer or bool `dtype`, by torch's rule
+// (c10::checked_convert): it must fit, except that an unsigned dtype takes
+// negatives down to -max, which wrap. OverflowError in torch's words.
+bool CheckedInt(const char* op, const char* what, PyObject* value,
+                DtypeIndex dtype, int64_t* result);
+
 // Writes `number` as one element of `like`'s dtype into `bits` (8 bytes,
 // aligned) and fills `ref` as a 0-dim view of it on `like`'s device, or
 // returns false with a TypeError or OverflowError in torch's words. CPU only:

@@ -104,6 +104,15 @@ bool Derive(OpFunction* fn) {
   return InternSignatureNames(sig);
 }
 
+// list.append(item), taking over both references on failure: false with
+// the exception set, and list released.
+bool AppendItem(PyObject* list, PyObject* item) {
+  const bool ok = item != nullptr && PyList_Append(list, item) == 0;
+  Py_XDECREF(item);
+  if (!ok) Py_DECREF(list);
+  return ok;
+}
+
 // Whether a Python number may stand for the tensor argument `index`: the
 // second operand of a broadcast (ops.mul(x, 0.5)) and clamp's bounds.
 bool NumberOk(const OpFunction& fn, size_t index) {
@@ -130,12 +139,7 @@ PyObject* ArgsList(const OpFunction& fn) {
             ? PyUnicode_FromString(DefaultText(a.default_value).c_str())
             : (Py_INCREF(Py_None), Py_None),
         "number_ok", NumberOk(fn, i) ? Py_True : Py_False);
-    if (item == nullptr || PyList_Append(list, item) < 0) {
-      Py_XDECREF(item);
-      Py_DECREF(list);
-      return nullptr;
-    }
-    Py_DECREF(item);
+    if (!AppendItem(list, item)) return nullptr;
   }
   return list;
 }
@@ -258,12 +262,7 @@ PyObject* SchemasList() {
         contract.c_str(), "declared_by",
         fn.declared_by.empty() ? (Py_INCREF(Py_None), Py_None)
                                : PyUnicode_FromString(fn.declared_by.c_str()));
-    if (item == nullptr || PyList_Append(list, item) < 0) {
-      Py_XDECREF(item);
-      Py_DECREF(list);
-      return nullptr;
-    }
-    Py_DECREF(item);
+    if (!AppendItem(list, item)) return nullptr;
   }
   return list;
 }

@@ -68,31 +68,7 @@ bool ScalarArg(const char* op, const char* what, PyObject* value,
                                   op, what, Dtype(dtype).name));
   }
   arg->kind = TF_ARG_INT;
-  int overflow = 0;
-  const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
-  if (overflow == 0 && v == -1 && PyErr_Occurred()) return false;
-  // torch's rule (c10::checked_convert): the value must fit the dtype;
-  // an unsigned dtype also takes negatives down to -max, which wrap.
-  const int bits = Dtype(dtype).dtype.bits;
-  const bool is_unsigned = Dtype(dtype).dtype.code == TF_DTYPE_UINT;
-  long long lo = INT64_MIN, hi = INT64_MAX;
-  if (bits < 64 && dtype != kBool) {
-    hi = is_unsigned ? (1ll << bits) - 1 : (1ll << (bits - 1)) - 1;
-    lo = is_unsigned ? -hi : -hi - 1;
-  }
-  if (overflow != 0 || v < lo || v > hi) {
-    PyObject* str = PyObject_Str(value);
-    const std::string text = str ? Utf8Text(str) : "the value";
-    Py_XDECREF(str);
-    return RaiseError(
-        PyExc_OverflowError,
-        fmt::format("{}(): {}={} cannot be converted to {} without overflow "
-                    "({} takes {} to {})",
-                    op, what, text, Dtype(dtype).name, Dtype(dtype).name, lo,
-                    hi));
-  }
-  arg->value.i = is_unsigned && v < 0 ? v + hi + 1 : v;
-  return true;
+  return CheckedInt(op, what, value, dtype, &arg->value.i);
 }
 
 // A Scalar argument left out: its schema default, typed as ScalarArg would.
@@ -154,7 +130,9 @@ bool TakeOut(const char* op, const ParsedArgs& args, CallFrame& frame,
   PyObject* out = args.out;
   if (out == nullptr || out == Py_None) {
     frame.NotePython();  // torch.empty: modes, hooks, gc
-    out = AllocateOut(op, like, dtype, ndim, shape);
+    out = frame.source() != nullptr
+              ? frame.source()->Allocate(like, dtype, ndim, shape)
+              : AllocateOut(op, like, dtype, ndim, shape);
     if (out == nullptr) return false;
     frame.owned_result = out;
   }
@@ -647,15 +625,8 @@ bool InferOutput(const OpFunction& fn, const KernelEntry& kernel, CallFrame& f,
                  int num_specs, tf_tensor_spec* spec, DtypeIndex* dtype) {
   const char* op = fn.name.c_str();
   ErrorSink sink;
-  tf_call call{};
-  call.struct_size = sizeof(tf_call);
-  call.inputs = f.inputs;
-  call.num_inputs = f.num_inputs;
-  call.attrs = f.attrs;
-  call.num_attrs = f.num_attrs;
-  call.kernel_data = kernel.kernel_data;
-  call.host = HostApi();
-  call.error_sink = &sink;
+  const tf_call call = f.MakeCall(kernel.kernel_data, nullptr, &sink,
+                                  /*with_outputs=*/false);
   *spec = tf_tensor_spec{};
   spec->ndim = -1;
   const tf_status status = kernel.infer(&call, spec, num_specs);

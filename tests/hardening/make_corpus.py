@@ -203,40 +203,79 @@ def descriptor_seeds():
 
 
 # --- fuzz_call_args ----------------------------------------------------------
-# Read order (fuzz_call_args.cc): op, then per op its dtype, ranks, dims,
-# layouts and fill bytes, the out's kind, scalars. Past the end every read is
-# 0, so these spell out the first fields and let zeros (or the filler) do the
-# rest: a seed per op and dtype family, with tensors of rank 1 to 3.
+# Read order (fuzz_call_args.cc, Call::Build): op; then per tensor its dtype
+# (where it has its own), rank and dims (where they are not another
+# tensor's), layout and fill; attributes after the tensors they go with; the
+# out's kind last. Past the end every read is 0, so these spell out the fields
+# and let zeros (or the filler) do the rest: a seed per op and dtype family.
+#
+# Byte meanings: dtype index (0 float32 .. 9 bool; "mostly float" dtypes take a
+# byte first, nonzero for a float dtype index 0..3); Rank byte r -> r % 5; Dim
+# byte v -> 1 + v % 5 (0 when v % 16 == 0); then per tensor slack (Pick 4: 1 =
+# none), layout (Pick 6: 0 compact, 1 transposed (two swap bytes follow),
+# 3 expanded, 4 sliced), fill seed, extreme (Pick 8: 1 = small values); out
+# kind (Pick 16: 5 = fresh, 3 = an input's view, 4 = it shifted, 0 = wrong).
+
+OUT = {"fresh": bytes([5]), "alias": bytes([3, 0]), "shifted": bytes([4, 0]), "wrong": bytes([0, 1, 2])}
+
+
+def layout_bytes(layout=0):
+    extra = {1: bytes([0, 1]), 3: bytes([0, 1])}.get(layout, b"")  # swaps; expanded dims
+    return bytes([1, layout]) + extra + bytes([7, 1])
+
+
+def shaped(rank, dims, layout=0):
+    return bytes([rank]) + bytes(dims) + layout_bytes(layout)
+
+
+def mostly_float(dtype):
+    return bytes([1, dtype]) if dtype < 4 else bytes([0, dtype])
+
+
+def number(value_byte=24):  # Pick 8 = 5: a small number, (24 - 16) / 4
+    return bytes([5, value_byte])
+
+
+def call_body(op, dtype, layout=0):
+    """The bytes after the op byte, for an accepted call of `op`."""
+    x = shaped(2, [2, 3], layout)  # a [3, 4] tensor
+    if op in ("abs", "neg", "exp", "silu"):
+        return bytes([dtype]) + x
+    if op in ("add", "mul"):
+        # a tensor (1), partner kind 5 (keep the dims), drop byte, a byte per
+        # dim (nonzero: keep it), same dtype (1)
+        partner = bytes([1, 5, 0, 1, 1, 1]) + layout_bytes()
+        alpha = bytes([1]) + number() if op == "add" else b""
+        return bytes([dtype]) + x + partner + bytes([0]) + alpha
+    if op == "clamp":  # min a number, max a tensor broadcast along dim 1
+        return bytes([dtype]) + x + bytes([1, 2]) + number(20) + bytes([5, 0, 1, 0]) + layout_bytes()
+    if op == "stack":  # two [1, 2] tensors along dim 0
+        return bytes([dtype, 1, 1]) + shaped(2, [0x10 + 5, 1]) + bytes([1]) + layout_bytes() + bytes([4])
+    if op == "cast":  # to float32, out given
+        return bytes([dtype]) + x + bytes([1, 0])
+    if op == "silu_and_mul":
+        return mostly_float(dtype) + bytes([2, 2, 3, 1]) + layout_bytes()
+    if op == "rms_norm":
+        return mostly_float(dtype) + bytes([2, 2, 3]) + layout_bytes() + bytes([1]) + layout_bytes() + bytes([1, 1])
+    if op == "softmax":
+        return mostly_float(dtype) + x + bytes([1, 2])
+    if op == "matmul":  # [3, 4] x [4, 5]
+        return mostly_float(dtype) + bytes([2, 3, 4, 0, 0, 1, 1]) + layout_bytes(layout) + bytes([1]) + layout_bytes()
+    if op == "noop":
+        return bytes([2]) + (bytes([dtype]) + x) * 2
+    raise ValueError(f"no seed recipe for op {op}; add one to call_body")
 
 
 def call_seeds():
     seeds = {}
-    # byte meanings: dtype index (0 float32 .. 9 bool); Rank byte r -> r % 5;
-    # Dim byte v -> 1 + v % 5; slack (Pick 4: 1 = none); layout (Pick 6: 0
-    # compact, 1 transposed, 2 arbitrary, 3 expanded, 4 sliced); fill seed;
-    # extreme (Pick 8: 1 = small values); out kind (Pick 16: 5 = fresh).
-    def tensor(rank, dims, layout=0):
-        return bytes([rank]) + bytes(dims) + bytes([1, layout, 7, 1])
     for op_index, op in enumerate(OPS):
         for dtype, label in ((0, "f32"), (6, "i32"), (2, "f16")):
-            body = bytes([op_index, dtype])
-            if op in ("add", "mul"):
-                body += tensor(2, [2, 3]) + bytes([5]) + tensor(2, [0, 3]) + bytes([0, 5, 5])
-            elif op == "matmul":
-                body = bytes([op_index, dtype]) + bytes([1, 2, 3, 0, 0, 0]) + bytes([1, 0, 7, 1]) * 2
-            elif op == "stack":
-                body += bytes([1]) + tensor(2, [1, 2]) + tensor(2, [1, 2]) + bytes([2, 5])
-            elif op == "clamp":
-                body += tensor(2, [2, 3]) + bytes([1, 2]) + bytes([4]) + tensor(1, [3])
-            else:
-                body += tensor(2, [2, 3]) + bytes([5])
-            seeds[f"{op}_{label}"] = body + bytes([5]) * 24
+            seeds[f"{op}_{label}"] = bytes([op_index]) + call_body(op, dtype) + OUT["fresh"]
         # A transposed and an expanded input, an aliasing out, a wrong out.
-        seeds[f"{op}_transposed"] = bytes([op_index, 0]) + tensor(3, [1, 2, 3], layout=1) + bytes([5] * 24)
-        seeds[f"{op}_expanded"] = bytes([op_index, 1]) + tensor(2, [3, 4], layout=3) + bytes([5] * 24)
-        seeds[f"{op}_alias_out"] = bytes([op_index, 0]) + tensor(1, [4]) + bytes([3, 0]) + bytes([5] * 24)
-        seeds[f"{op}_shifted_out"] = bytes([op_index, 0]) + bytes([1, 3, 0, 0, 7, 1, 4, 0]) + bytes([5] * 24)
-        seeds[f"{op}_wrong_out"] = bytes([op_index, 0]) + tensor(1, [4]) + bytes([0, 2, 2]) + bytes([5] * 24)
+        seeds[f"{op}_transposed"] = bytes([op_index]) + call_body(op, 0, layout=1) + OUT["fresh"]
+        seeds[f"{op}_expanded"] = bytes([op_index]) + call_body(op, 1, layout=3) + OUT["fresh"]
+        for kind in ("alias", "shifted", "wrong"):
+            seeds[f"{op}_{kind}_out"] = bytes([op_index]) + call_body(op, 0) + OUT[kind]
     return seeds
 
 

@@ -1,19 +1,21 @@
 // libFuzzer target: bytes -> an op call (tensor views of any shape, strides,
-// dtype and aliasing, scalars, an out= that may be wrong) -> the core's own
-// argument checks (core/checks.cc, linked as is, with an embedded Python
-// interpreter for the exceptions they raise) -> when the checks accept, the
-// CPU plugin's kernel (and example_c's, for the keys it has).
+// dtype and aliasing, Python numbers and attributes, an out= that may be
+// wrong) -> the core's own preparation (core/prepare.cc and core/checks.cc,
+// linked as they are, with an embedded Python interpreter for the argument
+// objects and the exceptions) -> when it accepts, the CPU plugin's kernel
+// (and example_c's, for the keys it has).
+//
+// The views reach the preparation through a TensorSource (core/call_frame.h):
+// the call's tensor arguments are placeholder objects, and the frame asks this
+// file for the view each stands for, and for the out when the call passed
+// none. Everything else, from parsing the attributes to broadcasting, output
+// shapes and every check, is the code a call from Python runs.
 //
 // What a torch tensor can be, a view here can be: shapes 0..5 per dim (rarely
 // deeper than any kernel takes), strides of contiguous, transposed, sliced,
 // expanded and arbitrary non-negative layouts, zero elements. Each tensor
 // lives alone in a block of exactly the bytes its view spans, so
 // AddressSanitizer reports any kernel that reads or writes outside a view.
-//
-// The geometry each op applies (broadcasting, out shapes, dims) mirrors
-// core/prepare.cc step by step and calls the same check functions, because the
-// Prepare* functions there take Python objects bridged from torch, which a
-// fuzzer cannot make without torch.
 //
 // Properties, each a trap when broken:
 //  - the checks accept no out with stride 0 on a dim of size > 1, and no out
@@ -41,6 +43,9 @@
 #include "core/call_frame.h"
 #include "core/checks.h"
 #include "core/dtypes.h"
+#include "core/op_functions.h"
+#include "core/prepare.h"
+#include "core/py_args.h"
 #include "loader/loader.h"
 #include "loader/op_table.h"
 
@@ -117,12 +122,23 @@ constexpr DtypeIndex kAllDtypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16,
                                      kInt8,    kInt16,   kInt32,   kInt64,
                                      kUInt8,   kBool};
 
-class Call {
+class Call : public TensorSource {
  public:
   explicit Call(ByteReader& in) : in_(in) {}
+  ~Call() override {
+    Py_XDECREF(list_);
+    for (PyObject* o : objects_) Py_DECREF(o);
+  }
 
-  // Decides an op, builds its operands and runs the checks and the kernel.
+  // Decides an op, builds its arguments, prepares the call as the extension
+  // does, and runs the kernel when the preparation accepts.
   void Run();
+
+  // TensorSource
+  bool Take(PyObject* obj, const char* what, bool writable,
+            TensorRef* ref) override;
+  PyObject* Allocate(const TensorRef& like, DtypeIndex dtype, int ndim,
+                     const int64_t* shape) override;
 
  private:
   int64_t Dim() {
@@ -147,6 +163,9 @@ class Call {
   }
   DtypeIndex AnyDtype() { return kAllDtypes[in_.Pick(10)]; }
   DtypeIndex FloatDtype() { return kAllDtypes[in_.Pick(4)]; }
+  DtypeIndex MostlyFloat() {  // one byte, then the dtype's
+    return in_.Pick(8) == 0 ? AnyDtype() : FloatDtype();
+  }
 
   // A tensor of `shape` in a layout torch can produce, alone in its block
   // (now and then with one spare element at the end, for aliasing outs).
@@ -158,20 +177,14 @@ class Call {
   void Fill(Operand* o, DtypeIndex dtype);
   std::vector<int64_t> BroadcastPartner(const std::vector<int64_t>& shape);
 
-  bool Prepare();
-  bool PrepareUnary(bool float_only);
-  bool PrepareBinary();
-  bool PrepareClamp();
-  bool PrepareStack();
-  bool PrepareCast();
-  bool PrepareSiluAndMul();
-  bool PrepareRmsNorm();
-  bool PrepareSoftmax();
-  bool PrepareMatmul();
-  bool PrepareNoop();
-  bool TakeOut(DtypeIndex dtype, int ndim, const int64_t* shape, Operand* like,
-               Operand* out);
-  bool As3d(tf_tensor* v, int64_t batch);
+  // The argument objects: a placeholder for a tensor input (remembered as one
+  // an out may alias), for another operand, a Python int, float or bool.
+  PyObject* Input(Operand* o);
+  PyObject* Placeholder(Operand* o);
+  PyObject* Keep(PyObject* o);
+  PyObject* Number(DtypeIndex like);
+  // The arguments of op_, drawn from the bytes into values_ (and out_arg_).
+  void Build();
 
   void CheckAccepted();
   void Describe(const std::string& plugin) const;
@@ -182,18 +195,13 @@ class Call {
   ByteReader& in_;
   OpId op_ = OpOf("abs");
   std::vector<std::unique_ptr<Operand>> operands_;
+  std::vector<PyObject*> objects_;  // owned: placeholders and numbers
+  PyObject* list_ = nullptr;        // stack's list
+  PyObject* values_[kMaxParams] = {};
+  PyObject* out_arg_ = nullptr;
+  std::vector<PyObject*> noop_args_;
   CallFrame frame_{Bridge::Get(), "fuzz"};
-  tf_arg inputs_[8] = {};
-  int num_inputs_ = 0;
-  tf_arg attrs_[2] = {};
-  int num_attrs_ = 0;
-  tf_tensor list_[8] = {};
-  tf_tensor output_{};
-  int num_outputs_ = 0;
-  Operand* out_ = nullptr;
-  DtypeIndex key_dtype_ = kFloat32;
-  // Inputs the out may alias exactly (elementwise ops) and those it may not.
-  std::vector<const tf_tensor*> alias_ok_, alias_never_;
+  // Inputs an out may alias (Out() draws from them).
   std::vector<std::pair<const tf_tensor*, int>> tensor_inputs_;
 };
 
@@ -405,410 +413,201 @@ Operand* Call::Out(const std::vector<int64_t>& shape, DtypeIndex dtype) {
   return Fresh(shape, dtype);
 }
 
-// core/prepare.cc TakeOut, minus the allocation and bridging.
-bool Call::TakeOut(DtypeIndex dtype, int ndim, const int64_t* shape,
-                   Operand* like, Operand* out) {
-  const std::string op_name(OpName(op_));
-  const char* op = op_name.c_str();
-  if (!CheckSameDevice(op, "out", out->ref, like->ref)) return false;
-  if (dtype != kNoDtype && out->ref.dtype != dtype) return false;
-  if (!CheckShape(op, "out", out->ref, ndim, shape) ||
-      !CheckWritable(op, out->ref)) {
+PyObject* Call::Keep(PyObject* o) {
+  if (o == nullptr) Broken("could not make an argument object");
+  objects_.push_back(o);
+  return o;
+}
+
+PyObject* Call::Placeholder(Operand* o) {
+  return Keep(PyCapsule_New(o, "fuzz.operand", nullptr));
+}
+
+PyObject* Call::Input(Operand* o) {
+  tensor_inputs_.push_back({&o->ref.view, 0});
+  return Placeholder(o);
+}
+
+// A Python number as an attribute or an operand: mostly of `like`'s kind,
+// now and then another kind or an extreme value.
+PyObject* Call::Number(DtypeIndex like) {
+  const uint32_t kind = in_.Pick(8);
+  if (kind == 0) return Keep(PyBool_FromLong(in_.Bit()));
+  if (kind == 1) return Keep(PyFloat_FromDouble(in_.Raw<double>()));
+  if (kind == 2) return Keep(PyLong_FromLongLong(in_.Raw<int64_t>()));
+  const int small = static_cast<int>(in_.Pick(33)) - 16;
+  if (Dtype(like).is_float) return Keep(PyFloat_FromDouble(small / 4.0));
+  return Keep(PyLong_FromLong(like == kBool ? small & 1 : small / 2));
+}
+
+bool Call::Take(PyObject* obj, const char* what, bool writable,
+                TensorRef* ref) {
+  (void)writable;
+  auto* o = static_cast<Operand*>(PyCapsule_GetPointer(obj, "fuzz.operand"));
+  if (o == nullptr) {
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError, "%s: expected a tensor, got %s", what,
+                 Py_TYPE(obj)->tp_name);
     return false;
   }
-  out_ = out;
-  output_ = out->ref.view;
-  num_outputs_ = 1;
+  *ref = o->ref;  // the frame's copy: broadcasting rewrites it, not ours
   return true;
 }
 
-tf_arg TensorArg(const tf_tensor* t) {
-  tf_arg a{};
-  a.kind = TF_ARG_TENSOR;
-  a.value.tensor = t;
-  return a;
+PyObject* Call::Allocate(const TensorRef& like, DtypeIndex dtype, int ndim,
+                         const int64_t* shape) {
+  (void)like;
+  Operand* out = Out(std::vector<int64_t>(shape, shape + ndim),
+                     dtype == kNoDtype ? AnyDtype() : dtype);
+  PyObject* placeholder = Placeholder(out);
+  Py_INCREF(placeholder);  // the frame owns this reference
+  return placeholder;
 }
 
-tf_arg ScalarArg(ByteReader& in, DtypeIndex dtype) {
-  tf_arg a{};
-  const bool extreme = in.Pick(8) == 0;
-  if (Dtype(dtype).is_float) {
-    a.kind = TF_ARG_FLOAT;
-    a.value.f = extreme ? in.Raw<double>() : (in.Pick(33) - 16) / 4.0;
-  } else {
-    a.kind = TF_ARG_INT;
-    a.value.i =
-        extreme ? in.Raw<int64_t>() : static_cast<int64_t>(in.Pick(17)) - 8;
-  }
-  return a;
-}
-
-bool Call::PrepareUnary(bool float_only) {
-  const std::string op_name(OpName(op_));
-  const char* op = op_name.c_str();
-  const DtypeIndex dtype = AnyDtype();
-  Operand* x = Tensor(Shape(Rank()), dtype);
-  tensor_inputs_.push_back({&x->ref.view, 0});
-  if (float_only && !CheckFloat(op, x->ref)) return false;
-  Operand* out = Out(x->shape, dtype);
-  if (!TakeOut(dtype, x->ref.view.ndim, x->ref.view.shape, x, out) ||
-      !CheckNoOverlap(op, "input", x->ref, out->ref, true)) {
-    return false;
-  }
-  inputs_[0] = TensorArg(&x->ref.view);
-  num_inputs_ = 1;
-  key_dtype_ = dtype;
-  alias_ok_.push_back(&x->ref.view);
-  return true;
-}
-
-bool Call::PrepareBinary() {
-  const std::string op_name(OpName(op_));
-  const char* op = op_name.c_str();
-  const DtypeIndex dtype = AnyDtype();
-  Operand* x = Tensor(Shape(Rank()), dtype);
-  Operand* y = Tensor(BroadcastPartner(x->shape),
-                      in_.Pick(16) == 0 ? AnyDtype() : dtype);
-  if (in_.Bit()) std::swap(x, y);
-  tensor_inputs_.push_back({&x->ref.view, 0});
-  tensor_inputs_.push_back({&y->ref.view, 1});
-  if (!CheckSameDtype(op, "other", y->ref, x->ref)) return false;
-  int ndim;
-  int64_t shape[kMaxRank];
-  if (!BroadcastShapes(op, x->ref, y->ref, &ndim, shape)) return false;
-  Operand* out = Out(std::vector<int64_t>(shape, shape + ndim), x->ref.dtype);
-  if (!TakeOut(x->ref.dtype, ndim, shape, x, out) ||
-      !BroadcastTo(op, frame_, &x->ref, ndim, shape) ||
-      !BroadcastTo(op, frame_, &y->ref, ndim, shape) ||
-      !CheckNoOverlap(op, "input", x->ref, out->ref, true) ||
-      !CheckNoOverlap(op, "other", y->ref, out->ref, true)) {
-    return false;
-  }
-  inputs_[0] = TensorArg(&x->ref.view);
-  inputs_[1] = TensorArg(&y->ref.view);
-  num_inputs_ = 2;
-  if (op_ == OpOf("add")) {
-    attrs_[0] = ScalarArg(in_, x->ref.dtype);
-    num_attrs_ = 1;
-  }
-  key_dtype_ = x->ref.dtype;
-  alias_ok_ = {&x->ref.view, &y->ref.view};
-  return true;
-}
-
-bool Call::PrepareClamp() {
-  const char* op = "clamp";
-  const DtypeIndex dtype = AnyDtype();
-  Operand* x = Tensor(Shape(Rank()), dtype);
-  tensor_inputs_.push_back({&x->ref.view, 0});
-  int ndim = x->ref.view.ndim;
-  if (ndim > kMaxRank) return false;
-  int64_t shape[kMaxRank];
-  std::copy(x->shape.begin(), x->shape.end(), shape);
-  Operand* bounds[2] = {nullptr, nullptr};
-  uint32_t kinds[2] = {in_.Pick(3), in_.Pick(3)};  // none, scalar, tensor
-  if (kinds[0] == 0 && kinds[1] == 0) kinds[1] = 1 + in_.Pick(2);
-  for (int i = 0; i < 2; ++i) {
-    if (kinds[i] == 0) {
-      inputs_[1 + i] = tf_arg{};
-      inputs_[1 + i].kind = TF_ARG_NONE;
-    } else if (kinds[i] == 1) {
-      inputs_[1 + i] = ScalarArg(in_, dtype);
-    } else {
-      Operand* r = Tensor(BroadcastPartner(x->shape), dtype);
-      tensor_inputs_.push_back({&r->ref.view, 1 + i});
-      TensorRef running = x->ref;
-      running.view.ndim = ndim;
-      running.view.shape = shape;
-      int64_t next[kMaxRank];
-      int next_ndim;
-      if (!BroadcastShapes(op, running, r->ref, &next_ndim, next)) return false;
-      std::copy(next, next + next_ndim, shape);
-      ndim = next_ndim;
-      bounds[i] = r;
+// Reads, in this order: per tensor its dtype (where it has its own), its rank
+// and dims (where they are not another tensor's), then its layout and fill
+// (Tensor()); attributes after the tensors they go with; the out last (in
+// Allocate, once the preparation knows what shape it must have).
+void Call::Build() {
+  switch (Entry(op_).geometry) {
+    case Geometry::kSameShape: {
+      const DtypeIndex dtype = AnyDtype();
+      std::vector<int64_t> shape = Shape(Rank());
+      values_[0] = Input(Tensor(shape, dtype));
+      break;
     }
-  }
-  Operand* out = Out(std::vector<int64_t>(shape, shape + ndim), dtype);
-  if (!TakeOut(dtype, ndim, shape, x, out) ||
-      !BroadcastTo(op, frame_, &x->ref, ndim, shape) ||
-      !CheckNoOverlap(op, "input", x->ref, out->ref, true)) {
-    return false;
-  }
-  alias_ok_.push_back(&x->ref.view);
-  for (int i = 0; i < 2; ++i) {
-    Operand* r = bounds[i];
-    if (r == nullptr) continue;
-    if (!BroadcastTo(op, frame_, &r->ref, ndim, shape) ||
-        !CheckNoOverlap(op, i ? "max" : "min", r->ref, out->ref, true)) {
-      return false;
+    case Geometry::kBroadcast: {
+      const DtypeIndex dtype = AnyDtype();
+      std::vector<int64_t> shape = Shape(Rank());
+      Operand* x = Tensor(shape, dtype);
+      if (in_.Pick(8) == 0) {  // mul(x, 0.5)
+        values_[0] = Input(x);
+        values_[1] = Number(dtype);
+      } else {
+        std::vector<int64_t> partner = BroadcastPartner(x->shape);
+        const DtypeIndex other = in_.Pick(16) == 0 ? AnyDtype() : dtype;
+        Operand* y = Tensor(partner, other);
+        if (in_.Bit()) std::swap(x, y);
+        values_[0] = Input(x);
+        values_[1] = Input(y);
+      }
+      if (op_ == OpOf("add") && in_.Bit()) values_[2] = Number(dtype);
+      break;
     }
-    inputs_[1 + i] = TensorArg(&r->ref.view);
-    alias_ok_.push_back(&r->ref.view);
-  }
-  inputs_[0] = TensorArg(&x->ref.view);
-  num_inputs_ = 3;
-  key_dtype_ = dtype;
-  return true;
-}
-
-bool Call::PrepareStack() {
-  const char* op = "stack";
-  const DtypeIndex dtype = AnyDtype();
-  const int count = 1 + in_.Pick(4);
-  Operand* first = Tensor(Shape(Rank()), dtype);
-  tensor_inputs_.push_back({&first->ref.view, 0});
-  list_[0] = first->ref.view;
-  const int rank = first->ref.view.ndim;
-  std::vector<Operand*> items = {first};
-  for (int i = 1; i < count; ++i) {
-    Operand* r =
-        Tensor(in_.Pick(16) == 0 ? Shape(Rank()) : first->shape, dtype);
-    tensor_inputs_.push_back({&r->ref.view, 0});
-    if (!CheckShape(op, "tensors[i]", r->ref, rank, first->ref.view.shape)) {
-      return false;
+    case Geometry::kClamp: {
+      const DtypeIndex dtype = AnyDtype();
+      std::vector<int64_t> shape = Shape(Rank());
+      Operand* x = Tensor(shape, dtype);
+      values_[0] = Input(x);
+      uint32_t kinds[2];  // none, number, tensor
+      kinds[0] = in_.Pick(3);
+      kinds[1] = in_.Pick(3);
+      if (kinds[0] == 0 && kinds[1] == 0 && in_.Pick(8) != 0) {
+        kinds[1] = 1 + in_.Pick(2);
+      }
+      for (int i = 0; i < 2; ++i) {
+        if (kinds[i] == 1) values_[1 + i] = Number(dtype);
+        if (kinds[i] == 2) {
+          std::vector<int64_t> partner = BroadcastPartner(x->shape);
+          values_[1 + i] = Input(Tensor(partner, dtype));
+        }
+      }
+      break;
     }
-    list_[i] = r->ref.view;
-    items.push_back(r);
-  }
-  int64_t dim = static_cast<int64_t>(in_.Pick(2 * rank + 3)) - (rank + 1);
-  if (dim < -(rank + 1) || dim > rank) return false;  // WrapDim's refusal
-  if (dim < 0) dim += rank + 1;
-  if (rank + 1 > kMaxRank) return false;
-  int64_t shape[kMaxRank];
-  for (int d = 0, s = 0; d < rank + 1; ++d) {
-    shape[d] = d == dim ? count : first->shape[s++];
-  }
-  Operand* out = Out(std::vector<int64_t>(shape, shape + rank + 1), dtype);
-  if (!TakeOut(dtype, rank + 1, shape, first, out)) return false;
-  for (Operand* item : items) {
-    if (!CheckNoOverlap(op, "an input", item->ref, out->ref, false)) {
-      return false;
+    case Geometry::kStack: {
+      const DtypeIndex dtype = AnyDtype();
+      const int count = in_.Pick(8) == 0 ? 0 : 1 + in_.Pick(4);
+      list_ = PyList_New(0);
+      Operand* first = nullptr;
+      for (int i = 0; i < count; ++i) {
+        std::vector<int64_t> shape;
+        if (first == nullptr || in_.Pick(16) == 0) {
+          shape = Shape(Rank());
+        } else {
+          shape = first->shape;
+        }
+        Operand* r = Tensor(shape, dtype);
+        if (first == nullptr) first = r;
+        if (PyList_Append(list_, Input(r)) < 0) Broken("list append failed");
+      }
+      values_[0] = list_;
+      const int rank = first == nullptr ? 0 : first->ref.view.ndim;
+      values_[1] = Keep(PyLong_FromLong(
+          static_cast<long>(in_.Pick(2 * rank + 5)) - (rank + 2)));
+      break;
     }
-    alias_never_.push_back(&item->ref.view);
-  }
-  inputs_[0] = tf_arg{};
-  inputs_[0].kind = TF_ARG_TENSOR_LIST;
-  inputs_[0].value.list.items = list_;
-  inputs_[0].value.list.count = count;
-  num_inputs_ = 1;
-  attrs_[0] = tf_arg{};
-  attrs_[0].kind = TF_ARG_INT;
-  attrs_[0].value.i = dim;
-  num_attrs_ = 1;
-  key_dtype_ = dtype;
-  return true;
-}
-
-bool Call::PrepareCast() {
-  const DtypeIndex dtype = AnyDtype();
-  Operand* x = Tensor(Shape(Rank()), dtype);
-  tensor_inputs_.push_back({&x->ref.view, 0});
-  Operand* out = Out(x->shape, AnyDtype());
-  if (!TakeOut(kNoDtype, x->ref.view.ndim, x->ref.view.shape, x, out) ||
-      !CheckNoOverlap("cast", "input", x->ref, out->ref, false)) {
-    return false;
-  }
-  inputs_[0] = TensorArg(&x->ref.view);
-  num_inputs_ = 1;
-  key_dtype_ = dtype;
-  alias_never_.push_back(&x->ref.view);
-  return true;
-}
-
-bool Call::PrepareSiluAndMul() {
-  const DtypeIndex dtype = in_.Pick(8) == 0 ? AnyDtype() : FloatDtype();
-  std::vector<int64_t> shape = Shape(std::max(1, Rank()));
-  if (in_.Pick(8) != 0) shape.back() *= 2;
-  Operand* x = Tensor(shape, dtype);
-  tensor_inputs_.push_back({&x->ref.view, 0});
-  if (!CheckFloat("silu_and_mul", x->ref)) return false;
-  const int ndim = x->ref.view.ndim;
-  if (ndim < 1 || ndim > kMaxRank || x->shape[ndim - 1] % 2 != 0) return false;
-  std::vector<int64_t> out_shape = x->shape;
-  out_shape.back() /= 2;
-  Operand* out = Out(out_shape, dtype);
-  if (!TakeOut(dtype, ndim, out_shape.data(), x, out) ||
-      !CheckNoOverlap("silu_and_mul", "input", x->ref, out->ref, false)) {
-    return false;
-  }
-  inputs_[0] = TensorArg(&x->ref.view);
-  num_inputs_ = 1;
-  key_dtype_ = dtype;
-  alias_never_.push_back(&x->ref.view);
-  return true;
-}
-
-bool Call::PrepareRmsNorm() {
-  const char* op = "rms_norm";
-  const DtypeIndex dtype = in_.Pick(8) == 0 ? AnyDtype() : FloatDtype();
-  Operand* x = Tensor(Shape(std::max(1, Rank())), dtype);
-  tensor_inputs_.push_back({&x->ref.view, 0});
-  if (!CheckFloat(op, x->ref)) return false;
-  const int ndim = x->ref.view.ndim;
-  if (ndim < 1) return false;
-  const int64_t last = x->shape[ndim - 1];
-  Operand* w = Tensor(
-      in_.Pick(16) == 0 ? Shape(Rank()) : std::vector<int64_t>{last}, dtype);
-  tensor_inputs_.push_back({&w->ref.view, 1});
-  if (!CheckShape(op, "weight", w->ref, 1, &last)) return false;
-  Operand* out = Out(x->shape, dtype);
-  if (!TakeOut(dtype, ndim, x->ref.view.shape, x, out) ||
-      !CheckNoOverlap(op, "input", x->ref, out->ref, false) ||
-      !CheckNoOverlap(op, "weight", w->ref, out->ref, false)) {
-    return false;
-  }
-  inputs_[0] = TensorArg(&x->ref.view);
-  inputs_[1] = TensorArg(&w->ref.view);
-  num_inputs_ = 2;
-  attrs_[0] = tf_arg{};
-  attrs_[0].kind = TF_ARG_FLOAT;
-  attrs_[0].value.f = in_.Pick(8) == 0 ? in_.Raw<double>() : 1e-6;
-  num_attrs_ = 1;
-  key_dtype_ = dtype;
-  alias_never_ = {&x->ref.view, &w->ref.view};
-  return true;
-}
-
-bool Call::PrepareSoftmax() {
-  const DtypeIndex dtype = in_.Pick(8) == 0 ? AnyDtype() : FloatDtype();
-  Operand* x = Tensor(Shape(Rank()), dtype);
-  tensor_inputs_.push_back({&x->ref.view, 0});
-  if (!CheckFloat("softmax", x->ref)) return false;
-  const int rank = x->ref.view.ndim;
-  int64_t lo = -rank, hi = rank - 1;
-  if (rank == 0) lo = -1, hi = 0;
-  int64_t dim =
-      lo + static_cast<int64_t>(in_.Pick(static_cast<uint32_t>(hi - lo + 2)));
-  if (dim > hi) return false;  // WrapDim's refusal
-  if (dim < 0) dim += std::max(rank, 1);
-  Operand* out = Out(x->shape, dtype);
-  if (!TakeOut(dtype, rank, x->ref.view.shape, x, out) ||
-      !CheckNoOverlap("softmax", "input", x->ref, out->ref, false)) {
-    return false;
-  }
-  if (rank == 0) {  // core/prepare.cc: the ABI promises ndim >= 1
-    static int64_t one[1] = {1};
-    x->ref.view.ndim = 1;
-    x->ref.view.shape = one;
-    x->ref.view.strides = one;
-    output_.ndim = 1;
-    output_.shape = one;
-    output_.strides = one;
-  }
-  inputs_[0] = TensorArg(&x->ref.view);
-  num_inputs_ = 1;
-  attrs_[0] = tf_arg{};
-  attrs_[0].kind = TF_ARG_INT;
-  attrs_[0].value.i = dim;
-  num_attrs_ = 1;
-  key_dtype_ = dtype;
-  alias_never_.push_back(&x->ref.view);
-  return true;
-}
-
-// core/prepare.cc As3d.
-bool Call::As3d(tf_tensor* v, int64_t batch) {
-  if (v->ndim == 3 && v->shape[0] == batch) return true;
-  int64_t* shape = frame_.Arena(3);
-  int64_t* strides = frame_.Arena(3);
-  if (shape == nullptr || strides == nullptr) return false;
-  const int off = v->ndim - 2;
-  shape[0] = batch;
-  strides[0] = v->ndim == 3 && v->shape[0] != 1 ? v->strides[0] : 0;
-  for (int d = 0; d < 2; ++d) {
-    shape[1 + d] = v->shape[off + d];
-    strides[1 + d] = v->strides[off + d];
-  }
-  v->ndim = 3;
-  v->shape = shape;
-  v->strides = strides;
-  if (batch != 1) v->flags = 0;
-  return true;
-}
-
-bool Call::PrepareMatmul() {
-  const DtypeIndex dtype = in_.Pick(8) == 0 ? AnyDtype() : FloatDtype();
-  const int64_t m = Dim(), k = Dim(), n = Dim();
-  const bool a3 = in_.Bit(), b3 = in_.Bit();
-  std::vector<int64_t> as = {m, k}, bs = {in_.Pick(16) == 0 ? Dim() : k, n};
-  if (a3) as.insert(as.begin(), Dim());
-  if (b3) bs.insert(bs.begin(), in_.Bit() ? as[0] : Dim());
-  if (in_.Pick(32) == 0) as = Shape(Rank());
-  Operand* a = Tensor(as, dtype);
-  Operand* b = Tensor(bs, dtype);
-  tensor_inputs_.push_back({&a->ref.view, 0});
-  tensor_inputs_.push_back({&b->ref.view, 1});
-  const char* op = "matmul";
-  if (!CheckFloat(op, a->ref) || !CheckSameDtype(op, "other", b->ref, a->ref)) {
-    return false;
-  }
-  const tf_tensor& av = a->ref.view;
-  const tf_tensor& bv = b->ref.view;
-  if (av.ndim < 2 || av.ndim > 3 || bv.ndim < 2 || bv.ndim > 3) return false;
-  const int64_t am = av.shape[av.ndim - 2], ak = av.shape[av.ndim - 1];
-  const int64_t bk = bv.shape[bv.ndim - 2], bn = bv.shape[bv.ndim - 1];
-  const int64_t ba = av.ndim == 3 ? av.shape[0] : 1;
-  const int64_t bb = bv.ndim == 3 ? bv.shape[0] : 1;
-  if (ak != bk || (ba != bb && ba != 1 && bb != 1)) return false;
-  const int64_t batch = ba == 1 ? bb : ba;  // as core/prepare.cc: 1 takes 0 too
-  const bool batched = av.ndim == 3 || bv.ndim == 3;
-  int64_t shape[3] = {batch, am, bn};
-  const int out_ndim = batched ? 3 : 2;
-  Operand* out =
-      Out(std::vector<int64_t>(batched ? shape : shape + 1, shape + 3), dtype);
-  if (!TakeOut(dtype, out_ndim, batched ? shape : shape + 1, a, out) ||
-      !CheckNoOverlap(op, "input", a->ref, out->ref, false) ||
-      !CheckNoOverlap(op, "other", b->ref, out->ref, false) ||
-      !As3d(&a->ref.view, batch) || !As3d(&b->ref.view, batch) ||
-      !As3d(&output_, batch)) {
-    return false;
-  }
-  inputs_[0] = TensorArg(&a->ref.view);
-  inputs_[1] = TensorArg(&b->ref.view);
-  num_inputs_ = 2;
-  key_dtype_ = dtype;
-  alias_never_ = {&a->ref.view, &b->ref.view};
-  return true;
-}
-
-bool Call::PrepareNoop() {
-  const int count = in_.Pick(5);
-  for (int i = 0; i < count; ++i) {
-    Operand* t = Tensor(Shape(Rank()), AnyDtype());
-    inputs_[i] = TensorArg(&t->ref.view);
-    if (i == 0) key_dtype_ = t->ref.dtype;
-  }
-  num_inputs_ = count;
-  return true;
-}
-
-bool Call::Prepare() {
-  switch (op_) {
-    case OpOf("abs"):
-    case OpOf("neg"):
-      return PrepareUnary(false);
-    case OpOf("exp"):
-    case OpOf("silu"):
-      return PrepareUnary(true);
-    case OpOf("add"):
-    case OpOf("mul"):
-      return PrepareBinary();
-    case OpOf("clamp"):
-      return PrepareClamp();
-    case OpOf("stack"):
-      return PrepareStack();
-    case OpOf("cast"):
-      return PrepareCast();
-    case OpOf("silu_and_mul"):
-      return PrepareSiluAndMul();
-    case OpOf("rms_norm"):
-      return PrepareRmsNorm();
-    case OpOf("softmax"):
-      return PrepareSoftmax();
-    case OpOf("matmul"):
-      return PrepareMatmul();
-    default:
-      return PrepareNoop();
+    case Geometry::kCast: {
+      const DtypeIndex dtype = AnyDtype();
+      std::vector<int64_t> shape = Shape(Rank());
+      Operand* x = Tensor(shape, dtype);
+      values_[0] = Input(x);
+      if (in_.Pick(16) != 0) {
+        const DtypeIndex target = AnyDtype();
+        out_arg_ = Placeholder(Out(x->shape, target));
+      }
+      break;
+    }
+    case Geometry::kLastDimHalved: {
+      const DtypeIndex dtype = MostlyFloat();
+      std::vector<int64_t> shape = Shape(std::max(1, Rank()));
+      if (in_.Pick(8) != 0) shape.back() *= 2;
+      values_[0] = Input(Tensor(shape, dtype));
+      break;
+    }
+    case Geometry::kRowNorm: {
+      const DtypeIndex dtype = MostlyFloat();
+      std::vector<int64_t> shape = Shape(std::max(1, Rank()));
+      Operand* x = Tensor(shape, dtype);
+      values_[0] = Input(x);
+      std::vector<int64_t> weight = {x->shape.back()};
+      if (in_.Pick(16) == 0) weight = Shape(Rank());
+      values_[1] = Input(Tensor(weight, dtype));
+      if (in_.Bit()) {
+        values_[2] = Keep(
+            PyFloat_FromDouble(in_.Pick(8) == 0 ? in_.Raw<double>() : 1e-6));
+      }
+      break;
+    }
+    case Geometry::kSoftmax: {
+      const DtypeIndex dtype = MostlyFloat();
+      std::vector<int64_t> shape = Shape(Rank());
+      Operand* x = Tensor(shape, dtype);
+      values_[0] = Input(x);
+      const int rank = x->ref.view.ndim;
+      if (in_.Bit()) {
+        values_[1] = Keep(PyLong_FromLong(
+            static_cast<long>(in_.Pick(2 * rank + 3)) - (rank + 1)));
+      }
+      break;
+    }
+    case Geometry::kMatmul: {
+      const DtypeIndex dtype = MostlyFloat();
+      const int64_t m = Dim(), k = Dim(), n = Dim();
+      const bool a3 = in_.Bit(), b3 = in_.Bit();
+      std::vector<int64_t> as = {m, k};
+      std::vector<int64_t> bs = {k, n};
+      if (in_.Pick(16) == 0) bs[0] = Dim();
+      if (a3) as.insert(as.begin(), Dim());
+      if (b3) {
+        const int64_t batch = in_.Bit() ? as[0] : Dim();
+        bs.insert(bs.begin(), batch);
+      }
+      if (in_.Pick(32) == 0) as = Shape(Rank());
+      values_[0] = Input(Tensor(as, dtype));
+      const DtypeIndex other = in_.Pick(16) == 0 ? AnyDtype() : dtype;
+      values_[1] = Input(Tensor(bs, other));
+      break;
+    }
+    case Geometry::kNoop:
+    case Geometry::kDeclared: {
+      const int count = in_.Pick(5);
+      for (int i = 0; i < count; ++i) {
+        const DtypeIndex dtype = AnyDtype();
+        std::vector<int64_t> shape = Shape(Rank());
+        noop_args_.push_back(Input(Tensor(shape, dtype)));
+      }
+      break;
+    }
   }
 }
 
@@ -836,14 +635,15 @@ std::set<uintptr_t> Call::Elements(const tf_tensor& v, int itemsize,
 }
 
 void Call::CheckAccepted() {
-  if (out_ == nullptr) return;
-  const int out_item = Dtype(out_->ref.dtype).itemsize;
+  if (frame_.out_ref == nullptr) return;
+  const tf_tensor& output_ = frame_.output;
+  const int out_item = Dtype(frame_.out_ref->dtype).itemsize;
   bool distinct;
   std::set<uintptr_t> out_elems = Elements(output_, out_item, &distinct);
   // CheckWritable promises what torch's own out= check does: no stride 0 on a
   // dim of size > 1 of an out that has elements. Other self-overlapping outs
   // (as_strided) pass both.
-  for (int d = 0; out_->ref.numel > 0 && d < output_.ndim; ++d) {
+  for (int d = 0; frame_.out_ref->numel > 0 && d < output_.ndim; ++d) {
     if (output_.shape[d] > 1 && output_.strides[d] == 0) {
       Broken("the checks accepted an out with stride 0 on a dim of size > 1");
     }
@@ -868,7 +668,19 @@ void Call::CheckAccepted() {
     }
     return true;
   };
-  for (const tf_tensor* v : alias_never_) {
+  // Every tensor input, as the kernel sees it (broadcast views included).
+  std::vector<const tf_tensor*> inputs;
+  for (int i = 0; i < frame_.num_inputs; ++i) {
+    const tf_arg& a = frame_.inputs[i];
+    if (a.kind == TF_ARG_TENSOR) inputs.push_back(a.value.tensor);
+    for (int64_t j = 0; a.kind == TF_ARG_TENSOR_LIST && j < a.value.list.count;
+         ++j) {
+      inputs.push_back(&a.value.list.items[j]);
+    }
+  }
+  const bool exact_alias_ok = Entry(op_).alias == AliasRule::kExact;
+  for (const tf_tensor* v : inputs) {
+    if (exact_alias_ok) continue;
     if (overlaps(*v, Dtype(DtypeFromDlpack(v->dtype.code, v->dtype.bits,
                                            v->dtype.lanes))
                          .itemsize)) {
@@ -877,7 +689,8 @@ void Call::CheckAccepted() {
           std::string(OpName(op_)).c_str());
     }
   }
-  for (const tf_tensor* v : alias_ok_) {
+  for (const tf_tensor* v : inputs) {
+    if (!exact_alias_ok) continue;
     const int item =
         Dtype(DtypeFromDlpack(v->dtype.code, v->dtype.bits, v->dtype.lanes))
             .itemsize;
@@ -894,8 +707,8 @@ void Call::CheckAccepted() {
 void Call::Describe(const std::string& plugin) const {
   std::fprintf(stderr, "call %s of plugin '%s'\n",
                std::string(OpName(op_)).c_str(), plugin.c_str());
-  for (int i = 0; i < num_inputs_; ++i) {
-    const tf_arg& a = inputs_[i];
+  for (int i = 0; i < frame_.num_inputs; ++i) {
+    const tf_arg& a = frame_.inputs[i];
     if (a.kind == TF_ARG_TENSOR) {
       std::fprintf(stderr, "  input %d: %s\n", i,
                    ViewText(*a.value.tensor).c_str());
@@ -910,12 +723,13 @@ void Call::Describe(const std::string& plugin) const {
                    static_cast<long long>(a.value.i), a.value.f);
     }
   }
-  for (int i = 0; i < num_attrs_; ++i) {
-    std::fprintf(stderr, "  attr %d: kind %d i %lld f %g\n", i, attrs_[i].kind,
-                 static_cast<long long>(attrs_[i].value.i), attrs_[i].value.f);
+  for (int i = 0; i < frame_.num_attrs; ++i) {
+    const tf_arg& a = frame_.attrs[i];
+    std::fprintf(stderr, "  attr %d: kind %d i %lld f %g\n", i, a.kind,
+                 static_cast<long long>(a.value.i), a.value.f);
   }
-  if (num_outputs_ > 0) {
-    std::fprintf(stderr, "  out: %s\n", ViewText(output_).c_str());
+  if (frame_.num_outputs > 0) {
+    std::fprintf(stderr, "  out: %s\n", ViewText(frame_.output).c_str());
   }
   for (const auto& o : operands_) {
     if (o->owned) {
@@ -926,6 +740,8 @@ void Call::Describe(const std::string& plugin) const {
 }
 
 void Call::CallKernel(Registry* registry) {
+  const DtypeIndex key_dtype_ =
+      frame_.dispatch_ref != nullptr ? frame_.dispatch_ref->dtype : kFloat32;
   const KernelEntry* k =
       registry->Find(OpName(op_), TF_DEVICE_CPU, Dtype(key_dtype_).dtype);
   if (k == nullptr) return;  // the host raises NotImplementedError
@@ -939,18 +755,7 @@ void Call::CallKernel(Registry* registry) {
   }
   if (std::getenv("TF_FUZZ_VERBOSE") != nullptr) Describe(k->plugin->name);
   ErrorSink sink;
-  tf_call call{};
-  call.struct_size = sizeof(tf_call);
-  call.inputs = inputs_;
-  call.num_inputs = num_inputs_;
-  call.num_attrs = num_attrs_;
-  call.attrs = attrs_;
-  call.outputs = &output_;
-  call.num_outputs = num_outputs_;
-  call.stream = nullptr;
-  call.kernel_data = k->kernel_data;
-  call.host = HostApi();
-  call.error_sink = &sink;
+  const tf_call call = frame_.MakeCall(k->kernel_data, nullptr, &sink);
   const tf_status status = k->fn(&call);
   const std::string where = std::string(OpName(op_)) + " (" +
                             Dtype(key_dtype_).name + ") of plugin '" +
@@ -963,10 +768,10 @@ void Call::CallKernel(Registry* registry) {
   }
   std::set<uintptr_t> written;
   int out_item = 1;
-  if (out_ != nullptr) {
+  if (frame_.out_ref != nullptr) {
     bool distinct;
-    out_item = Dtype(out_->ref.dtype).itemsize;
-    written = Elements(output_, out_item, &distinct);
+    out_item = Dtype(frame_.out_ref->dtype).itemsize;
+    written = Elements(frame_.output, out_item, &distinct);
   }
   for (auto& [block, bytes] : before) {
     for (size_t i = 0; i < bytes.size(); ++i) {
@@ -986,8 +791,27 @@ void Call::CallKernel(Registry* registry) {
 
 void Call::Run() {
   op_ = static_cast<OpId>(in_.Pick(static_cast<uint32_t>(kNumOps)));
-  if (!Prepare()) {
-    PyErr_Clear();  // the exception the op would raise
+  Build();
+  frame_.set_source(this);
+  const OpFunction& fn = Function(op_);
+  bool accepted;
+  if (fn.entry->geometry == Geometry::kNoop) {
+    accepted = PrepareNoop(noop_args_.data(),
+                           static_cast<Py_ssize_t>(noop_args_.size()), frame_);
+  } else {
+    ParsedArgs args{};
+    for (int i = 0; i < fn.signature.num_params; ++i)
+      args.values[i] = values_[i];
+    args.out = out_arg_;
+    accepted = PrepareCall(fn, args, frame_);
+  }
+  if (!accepted) {
+    if (PyErr_Occurred() == nullptr) Broken("refused without an exception");
+    if (std::getenv("TF_FUZZ_VERBOSE") != nullptr) {
+      std::fprintf(stderr, "refused %s: ", std::string(OpName(op_)).c_str());
+      PyErr_Print();  // the exception the op would raise; clears it
+    }
+    PyErr_Clear();
     return;
   }
   if (PyErr_Occurred() != nullptr) Broken("accepted with an exception set");
@@ -1006,6 +830,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     std::fprintf(stderr,
                  "fuzz_call_args: set TF_TEST_CPU_PLUGIN and "
                  "TF_TEST_EXAMPLE_C_PLUGIN to the built plugins\n");
+    std::exit(2);
+  }
+  if (!InitOpFunctions()) {
+    PyErr_Print();
     std::exit(2);
   }
   g_cpu = new Registry();
