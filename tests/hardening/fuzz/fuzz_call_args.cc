@@ -79,7 +79,7 @@ uint16_t HalfBits(float f) {  // exact for the small quarters we generate
   return static_cast<uint16_t>(sign | (e << 10) | m);
 }
 
-// Same rule as the bridge's (core/bridge.cc): row-major compact, size-1 dims
+// Same rule as the bridge's (core/bridge_internal.h): row-major compact, size-1 dims
 // ignored, zero elements compact.
 uint32_t ContiguityFlag(int ndim, const int64_t* shape,
                         const int64_t* strides) {

@@ -1,6 +1,6 @@
 // libFuzzer target: bytes -> a DLPack producer (a Python object whose
 // __dlpack__ hands out a capsule of any content, or misbehaves) -> the core's
-// bridge, Bridge::Read (core/bridge.cc, linked as is, in an embedded Python
+// bridge, Bridge::Read (core/dlpack_import.cc, linked as is, in an embedded Python
 // interpreter). This is the one place where the core reads memory described
 // by someone else's metadata, so it must refuse what it cannot represent.
 //

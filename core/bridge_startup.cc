@@ -1,0 +1,371 @@
+// Start-up: finding torch's functions, choosing the path, and calibrating
+// the layouts the offset path and the probes read.
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/bridge.h"
+#include "core/impl_words.h"
+#include "core/py_errors.h"
+
+namespace torchferry {
+namespace {
+
+constexpr const char* kPathNames[kNumBridgePaths] = {"shim", "offset",
+                                                     "dlpack"};
+
+}  // namespace
+
+const char* BridgePathName(BridgePath path) {
+  return kPathNames[static_cast<int>(path)];
+}
+
+Bridge& Bridge::Get() {
+  static Bridge* bridge = new Bridge();  // never destroyed: used until exit
+  return *bridge;
+}
+
+void Bridge::ResetCounts() {
+  for (auto& c : counts_) c.store(0);
+  shim_created_.store(0);
+  shim_deleted_.store(0);
+}
+
+bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
+  if (initialized_) return true;
+  torch_version_ = torch_version;
+  int major = 0, minor = 0;
+  if (std::sscanf(torch_version, "%d.%d", &major, &minor) != 2) {
+    return RaiseError(PyExc_ImportError,
+                      fmt::format("torchferry could not parse the torch "
+                                  "version '{}'; expected 'X.Y.Z'",
+                                  torch_version));
+  }
+  if (major < 2 || (major == 2 && minor < 3)) {
+    return RaiseError(
+        PyExc_ImportError,
+        fmt::format("torchferry needs torch >= 2.3, found torch {}; upgrade "
+                    "torch (pip install 'torch>=2.3')",
+                    torch_version));
+  }
+  std::string error;
+  if (!ResolveTorchLibrary(&lib_, &error) ||
+      !VerifyTorchDtypeCodes(lib_.cpu_handle, &error)) {
+    return RaiseError(PyExc_ImportError,
+                      fmt::format("torchferry cannot use torch {}: {}",
+                                  torch_version, error));
+  }
+  torch_cpu_ = lib_.api.device_type_cpu();
+  torch_cuda_ = lib_.api.device_type_cuda();
+  torch_meta_ = lib_.api.device_type_meta();
+  strided_ = lib_.api.layout_strided();
+
+  PyObject* tensor = PyObject_GetAttrString(torch_module, "Tensor");
+  PyObject* nn = tensor ? PyObject_GetAttrString(torch_module, "nn") : nullptr;
+  PyObject* parameter = nn ? PyObject_GetAttrString(nn, "Parameter") : nullptr;
+  Py_XDECREF(nn);
+  if (parameter == nullptr || !PyType_Check(tensor) ||
+      !PyType_Check(parameter)) {
+    Py_XDECREF(tensor);
+    Py_XDECREF(parameter);
+    return RaiseError(PyExc_ImportError,
+                      "torch.Tensor or torch.nn.Parameter is missing or not "
+                      "a type; is this a real torch?");
+  }
+  tensor_type_ = reinterpret_cast<PyTypeObject*>(tensor);  // kept for life
+  parameter_type_ = reinterpret_cast<PyTypeObject*>(parameter);
+  plain_torch_dispatch_ = _PyType_Lookup(
+      tensor_type_, PyUnicode_InternFromString("__torch_dispatch__"));
+  if (plain_torch_dispatch_ == nullptr) {
+    return RaiseError(PyExc_ImportError,
+                      "torch.Tensor has no __torch_dispatch__; is this a "
+                      "real torch?");
+  }
+  Py_INCREF(plain_torch_dispatch_);  // kept for life
+  {
+    PyObject* nn_parameter = PyImport_ImportModule("torch.nn.parameter");
+    PyObject* mixin =
+        nn_parameter
+            ? PyObject_GetAttrString(nn_parameter, "UninitializedTensorMixin")
+            : nullptr;
+    Py_XDECREF(nn_parameter);
+    if (mixin != nullptr && PyType_Check(mixin)) {
+      uninitialized_type_ = reinterpret_cast<PyTypeObject*>(mixin);
+    } else {
+      Py_XDECREF(mixin);
+    }
+    PyErr_Clear();  // older torches without lazy modules: nothing to refuse
+  }
+  // Tensor.is_neg is a METH_NOARGS C function; calling its pointer directly
+  // costs a few ns where an attribute lookup and call would cost a hundred.
+  PyObject* is_neg =
+      _PyType_Lookup(tensor_type_, PyUnicode_InternFromString("is_neg"));
+  if (is_neg == nullptr || !PyObject_TypeCheck(is_neg, &PyMethodDescr_Type) ||
+      reinterpret_cast<PyMethodDescrObject*>(is_neg)->d_method->ml_flags !=
+          METH_NOARGS) {
+    return RaiseError(PyExc_ImportError,
+                      "torch.Tensor.is_neg is not a plain C method in this "
+                      "torch; torchferry cannot check the negative bit");
+  }
+  is_neg_ = reinterpret_cast<PyMethodDescrObject*>(is_neg)->d_method->ml_meth;
+
+  Calibrate(torch_module, major, minor);
+  ProbeNegBit(torch_module);
+  // The key set the negative-bit probe found is a TensorImpl field: the
+  // bytes up to it lie inside every TensorImpl, and the other probes read
+  // no further (past the object's end lies the next heap block).
+  const Py_ssize_t impl_bytes =
+      neg_probe_.ok ? neg_probe_.keyset_offset + 8 : 0;
+  versions_.Calibrate(torch_module, impl_bytes);
+  storage_.Calibrate(torch_module, &lib_.api, impl_bytes);
+
+  const char* forced = std::getenv("TORCHFERRY_BRIDGE");
+  if (forced != nullptr && forced[0] != '\0' &&
+      std::strcmp(forced, "auto") != 0) {
+    if (!SetPath(forced)) return false;
+    path_reason_ = fmt::format("forced by TORCHFERRY_BRIDGE={}", forced);
+  } else if (shim_available() && lib_.api.delete_tensor_object != nullptr) {
+    path_ = BridgePath::kShim;
+    path_reason_ =
+        "torch_tensor_from_pyobject and aoti_torch_delete_tensor_object "
+        "resolve in libtorch";
+  } else if (calibration_.ok) {
+    path_ = BridgePath::kOffset;
+    path_reason_ = fmt::format(
+        "torch_tensor_from_pyobject is absent from libtorch; the at::Tensor "
+        "offset was calibrated: {}",
+        calibration_.detail);
+  } else {
+    return RaiseError(
+        PyExc_ImportError,
+        fmt::format("torchferry has no bridge path under torch {}: "
+                    "torch_tensor_from_pyobject is absent (torch < 2.14) and "
+                    "offset calibration failed: {}",
+                    torch_version, calibration_.detail));
+  }
+  initialized_ = true;
+  return true;
+}
+
+bool Bridge::SetPath(const char* name) {
+  if (std::strcmp(name, "shim") == 0) {
+    if (!shim_available()) {
+      return RaiseError(
+          PyExc_RuntimeError,
+          fmt::format("bridge path 'shim' is unavailable under torch {}: "
+                      "libtorch does not export torch_tensor_from_pyobject "
+                      "(added in torch 2.14)",
+                      torch_version_));
+    }
+    path_ = BridgePath::kShim;
+    return true;
+  }
+  if (std::strcmp(name, "offset") == 0) {
+    if (!calibration_.ok) {
+      return RaiseError(
+          PyExc_RuntimeError,
+          fmt::format("bridge path 'offset' is unavailable under torch {}: "
+                      "calibration failed: {}",
+                      torch_version_, calibration_.detail));
+    }
+    path_ = BridgePath::kOffset;
+    return true;
+  }
+  if (std::strcmp(name, "auto") == 0) {
+    path_ = shim_available() ? BridgePath::kShim : BridgePath::kOffset;
+    return path_ == BridgePath::kShim || calibration_.ok ||
+           RaiseError(PyExc_RuntimeError, "no bridge path is available");
+  }
+  return RaiseError(PyExc_ValueError,
+                    fmt::format("unknown bridge path '{}'; expected 'auto', "
+                                "'shim' or 'offset'",
+                                name));
+}
+
+// The offset path must never read a guessed address: take a tensor whose
+// TensorImpl* we know (tensor._cdata), look for it at the offset this torch's
+// layout predicts, and confirm through the AOTI getters that the handle there
+// describes that tensor. Anything else refuses the path.
+void Bridge::Calibrate(PyObject* torch_module, int major, int minor) {
+  OffsetCalibration& c = calibration_;
+  const Py_ssize_t head = static_cast<Py_ssize_t>(sizeof(PyObject));
+  if (major > 2 || (major == 2 && minor >= 10)) {
+    c.tensor_offset = head;  // at::Tensor cdata right after PyObject_HEAD
+  } else {
+    c.borrowed_flag_offset = head;  // c10::MaybeOwned: bool, then the tensor
+    c.tensor_offset = head + static_cast<Py_ssize_t>(sizeof(void*));
+  }
+  PyObject* tensor =
+      PyObject_CallMethod(torch_module, "empty", "(iii)", 2, 3, 5);
+  PyObject* base =
+      tensor ? PyObject_CallMethod(torch_module, "arange", "(d)", 10.0)
+             : nullptr;
+  PyObject* three = PyLong_FromLong(3);
+  PyObject* slice = PySlice_New(three, nullptr, nullptr);
+  Py_XDECREF(three);
+  PyObject* view = base && slice ? PyObject_GetItem(base, slice) : nullptr;
+  Py_XDECREF(slice);
+  auto finish = [&](bool ok, std::string detail) {
+    c.ok = ok;
+    c.detail = std::move(detail);
+    Py_XDECREF(tensor);
+    Py_XDECREF(base);
+    Py_XDECREF(view);
+    PyErr_Clear();
+  };
+  if (view == nullptr) {
+    return finish(false, "could not create the calibration tensors");
+  }
+  auto handle_at = [&](PyObject* t) -> AtenTensorHandle {
+    char* obj = reinterpret_cast<char*>(t);
+    if (c.borrowed_flag_offset >= 0 && *(obj + c.borrowed_flag_offset)) {
+      return *reinterpret_cast<AtenTensorHandle*>(obj + c.tensor_offset);
+    }
+    return reinterpret_cast<AtenTensorHandle>(obj + c.tensor_offset);
+  };
+  for (PyObject* t : {tensor, view}) {
+    const void* impl = TensorImplOf(t);
+    void* word = *reinterpret_cast<void**>(handle_at(t));
+    if (impl == nullptr || word != impl) {
+      return finish(false,
+                    fmt::format("the TensorImpl* ({}) was not found at byte {} "
+                                "of the Python object (found {}); this torch's "
+                                "THPVariable layout is not the one expected "
+                                "for torch {}.{}",
+                                impl, c.tensor_offset, word, major, minor));
+    }
+  }
+  const AotiApi& a = lib_.api;
+  AtenTensorHandle h = handle_at(tensor);
+  int64_t dim = 0;
+  int64_t* sizes = nullptr;
+  int32_t dtype = -1;
+  if (a.get_dim(h, &dim) != 0 || dim != 3 || a.get_sizes(h, &sizes) != 0 ||
+      sizes[0] != 2 || sizes[1] != 3 || sizes[2] != 5 ||
+      a.get_dtype(h, &dtype) != 0 || dtype != Dtype(kFloat32).torch_code) {
+    return finish(false,
+                  "the handle at the calibrated offset does not describe the "
+                  "calibration tensor (expected float32 [2, 3, 5])");
+  }
+  void* data = nullptr;
+  PyObject* expected = PyObject_CallMethod(view, "data_ptr", nullptr);
+  void* expected_ptr = expected ? PyLong_AsVoidPtr(expected) : nullptr;
+  Py_XDECREF(expected);
+  if (a.get_data_ptr(handle_at(view), &data) != 0 || data != expected_ptr) {
+    return finish(
+        false,
+        "the data pointer read through the calibrated offset does "
+        "not match tensor.data_ptr() of a view with a storage offset");
+  }
+  finish(true, fmt::format("at::Tensor at byte {} of the Python object{}",
+                           c.tensor_offset,
+                           c.borrowed_flag_offset >= 0
+                               ? " (c10::MaybeOwned, owned/borrowed checked)"
+                               : ""));
+}
+
+bool Bridge::Read(PyObject* obj, const char* what, bool writable,
+                  TensorRef* ref) {
+  ref->object = obj;
+  ref->owned_handle = nullptr;
+  ref->dlpack_managed = nullptr;
+  PyTypeObject* type = Py_TYPE(obj);
+  if (type == tensor_type_ || type == parameter_type_) {
+    return ReadTorchTensor(obj, what, ref);
+  }
+  if (PyType_IsSubtype(type, tensor_type_)) {
+    return CheckSubclass(type, what) && ReadTorchTensor(obj, what, ref);
+  }
+  if (PyObject_HasAttrString(obj, "__dlpack__")) {
+    return ReadDlpack(obj, what, writable, ref);
+  }
+  return RaiseError(PyExc_TypeError,
+                    fmt::format("{}: expected a torch.Tensor (or an object "
+                                "with __dlpack__), got {}",
+                                what, Py_TYPE(obj)->tp_name));
+}
+
+void Bridge::ProbeNegBit(PyObject* torch_module) {
+  NegBitProbe& p = neg_probe_;
+  // A plain tensor, its negated view, and an inference tensor: three
+  // different key sets that must all sit at the same offset.
+  PyObject* plain = PyObject_CallMethod(torch_module, "empty", "(i)", 4);
+  PyObject* negated =
+      plain ? PyObject_CallMethod(torch_module, "_neg_view", "(O)", plain)
+            : nullptr;
+  PyObject* c = PyObject_GetAttrString(torch_module, "_C");
+  PyObject* keys_of = c ? PyObject_GetAttrString(c, "_dispatch_keys") : nullptr;
+  Py_XDECREF(c);
+  auto raw_keys = [&](PyObject* t, uint64_t* raw) {
+    PyObject* keys = PyObject_CallFunctionObjArgs(keys_of, t, nullptr);
+    PyObject* value =
+        keys ? PyObject_CallMethod(keys, "raw_repr", nullptr) : nullptr;
+    *raw = value ? PyLong_AsUnsignedLongLong(value) : 0;
+    Py_XDECREF(value);
+    Py_XDECREF(keys);
+    return value != nullptr && !PyErr_Occurred();
+  };
+  uint64_t raw_plain = 0, raw_negated = 0;
+  const char* impl_plain = negated ? TensorImplOf(plain) : nullptr;
+  const char* impl_negated = negated ? TensorImplOf(negated) : nullptr;
+  if (keys_of == nullptr || impl_plain == nullptr || impl_negated == nullptr ||
+      !raw_keys(plain, &raw_plain) || !raw_keys(negated, &raw_negated)) {
+    p.detail = "torch._C._dispatch_keys(t).raw_repr() is unavailable";
+  } else {
+    p.negative_mask = raw_negated & ~raw_plain;
+    // Scan the TensorImpl word by word, stopping at the first match: the key
+    // set lies well inside the object in every torch 2.x (byte 168 - 176),
+    // and the scan never goes past kMaxScan.
+    constexpr Py_ssize_t kMaxScan = 256;
+    for (Py_ssize_t off = sizeof(void*); off < kMaxScan; off += 8) {
+      uint64_t word;
+      std::memcpy(&word, impl_plain + off, sizeof(word));
+      if (word != raw_plain) continue;
+      uint64_t negated_word;
+      std::memcpy(&negated_word, impl_negated + off, sizeof(negated_word));
+      p.ok = negated_word == raw_negated &&
+             __builtin_popcountll(p.negative_mask) == 1;
+      p.keyset_offset = off;
+      break;
+    }
+    p.detail = p.ok ? fmt::format(
+                          "DispatchKeySet at byte {} of TensorImpl, "
+                          "negative bit {:#x}",
+                          p.keyset_offset, p.negative_mask)
+                    : "the DispatchKeySet was not found in the TensorImpl";
+  }
+  if (!p.ok) p.detail += "; checking Tensor.is_neg per tensor instead";
+  Py_XDECREF(keys_of);
+  Py_XDECREF(negated);
+  Py_XDECREF(plain);
+  PyErr_Clear();
+}
+
+bool Bridge::RaiseTorchFailure(const char* getter, PyObject* obj,
+                               const char* what) {
+  // Nested tensors have no single shape; say so on every torch, including
+  // those whose shim cannot report torch's own message (< 2.13).
+  PyObject* nested = PyObject_GetAttrString(obj, "is_nested");
+  const bool is_nested = nested == Py_True;
+  Py_XDECREF(nested);
+  PyErr_Clear();
+  if (is_nested) {
+    return RaiseError(PyExc_TypeError,
+                      fmt::format("{}: nested tensors (NestedTensorImpl) have "
+                                  "no single shape or strides; pass a dense "
+                                  "tensor, e.g. t.to_padded_tensor(0)",
+                                  what));
+  }
+  const char* what_failed =
+      lib_.api.exception_get_what ? lib_.api.exception_get_what() : nullptr;
+  std::string why = what_failed ? what_failed : "no message (torch < 2.13)";
+  // Keep torch's message, not where inside torch it was raised.
+  why = why.substr(0, why.find("\nException raised from"));
+  return RaiseError(PyExc_TypeError,
+                    fmt::format("{}: torch could not read the {} of this {}: "
+                                "{}",
+                                what, getter, Py_TYPE(obj)->tp_name, why));
+}
+
+}  // namespace torchferry
