@@ -6,16 +6,6 @@
 namespace torchferry {
 using dtype_tables::kDtypes;
 
-DtypeIndex DtypeFromDlpack(uint8_t code, uint8_t bits, uint16_t lanes) {
-  if (lanes != 1) return kNoDtype;
-  for (int i = 0; i < kNumDtypes; ++i) {
-    if (kDtypes[i].dtype.code == code && kDtypes[i].dtype.bits == bits) {
-      return static_cast<DtypeIndex>(i);
-    }
-  }
-  return kNoDtype;
-}
-
 bool VerifyTorchDtypeCodes(void* libtorch_handle, std::string* error) {
   for (const DtypeInfo& info : kDtypes) {
     std::string symbol = fmt::format("aoti_torch_dtype_{}", info.name);

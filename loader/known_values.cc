@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "loader/dtype_table.h"
+
 namespace torchferry {
 
 bool IsKnownDeviceType(int32_t device_type) {
@@ -19,38 +21,8 @@ bool IsKnownDeviceType(int32_t device_type) {
 namespace {
 
 const char* KnownDtypeName(tf_dtype dtype) {
-  if (dtype.lanes != 1) return nullptr;
-  switch (dtype.code) {
-    case TF_DTYPE_FLOAT:
-      switch (dtype.bits) {
-        case 16:
-          return "float16";
-        case 32:
-          return "float32";
-        case 64:
-          return "float64";
-      }
-      return nullptr;
-    case TF_DTYPE_BFLOAT:
-      return dtype.bits == 16 ? "bfloat16" : nullptr;
-    case TF_DTYPE_INT:
-      switch (dtype.bits) {
-        case 8:
-          return "int8";
-        case 16:
-          return "int16";
-        case 32:
-          return "int32";
-        case 64:
-          return "int64";
-      }
-      return nullptr;
-    case TF_DTYPE_UINT:
-      return dtype.bits == 8 ? "uint8" : nullptr;
-    case TF_DTYPE_BOOL:
-      return dtype.bits == 8 ? "bool" : nullptr;
-  }
-  return nullptr;
+  const DtypeIndex index = DtypeFromDlpack(dtype.code, dtype.bits, dtype.lanes);
+  return index == kNoDtype ? nullptr : Dtype(index).name;
 }
 
 }  // namespace
