@@ -2,7 +2,7 @@
 // with a name and a `template <typename T> static tf_status Run(const
 // tf_call*)`, and KernelsFor<Op>(TypeList<...>{}) expands it into one
 // tf_kernel per element type. Each kernel file exposes its part of the table
-// as a KernelList; entry.cc joins them.
+// as a KernelList; plugin_entry.cc joins them.
 #pragma once
 
 #include <array>

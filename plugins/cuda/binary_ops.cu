@@ -6,7 +6,7 @@
 #include "plugins/cuda/math.cuh"
 #include "plugins/cuda/ops.h"
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 namespace {
 
 template <typename T>
@@ -107,4 +107,4 @@ tf_status SiluAndMul(const tf_call* call) {
       [&] { return NoKernel(call, "silu_and_mul", x); });
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

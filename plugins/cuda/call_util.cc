@@ -8,7 +8,7 @@
 #define TORCHFERRY_CUDA_ARCHS "sm_80 sm_90 compute_90"
 #endif
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 
 tf_status Fail(const tf_call* call, tf_status status, const char* format, ...) {
   char message[1024];
@@ -72,4 +72,4 @@ int CallDevice(const tf_call* call) {
   return 0;
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

@@ -9,7 +9,7 @@
 
 #include "abi/torchferry.h"
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 
 // Formats a message and hands it to the host's error sink; returns `status`
 // so that a kernel can `return Fail(call, ...)`.
@@ -98,4 +98,4 @@ tf_status NoThrow(const tf_call* call) noexcept {
   }
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

@@ -6,7 +6,7 @@
 #include "plugins/cuda/ops.h"
 #include "plugins/cuda/strided_layout.h"
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 namespace {
 
 // The exact value of any element: integers and bool in int64, half types and
@@ -105,4 +105,4 @@ tf_status Cast(const tf_call* call) {
       unsupported);
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

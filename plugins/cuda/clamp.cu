@@ -5,7 +5,7 @@
 #include "plugins/cuda/math.cuh"
 #include "plugins/cuda/ops.h"
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 namespace {
 
 // Integers compare in int64 so that a scalar bound outside the dtype's range
@@ -153,4 +153,4 @@ tf_status Clamp(const tf_call* call) {
       });
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

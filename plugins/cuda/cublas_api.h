@@ -8,7 +8,7 @@
 #include <cuda_runtime_api.h>
 #include <library_types.h>
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 
 typedef struct cublasContext* cublasHandle_t;
 typedef int cublasStatus_t;  // CUBLAS_STATUS_SUCCESS is 0
@@ -61,4 +61,4 @@ class PooledCublasHandle {
   cublasStatus_t create_status_ = kCublasSuccess;
 };
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

@@ -11,7 +11,7 @@
 
 #include "plugins/cuda/cublas_api.h"
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 namespace {
 
 const char* const kSonames[] = {"libcublas.so.13", "libcublas.so.12"};
@@ -170,4 +170,4 @@ PooledCublasHandle::~PooledCublasHandle() {
   }
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

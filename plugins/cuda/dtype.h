@@ -6,7 +6,7 @@
 
 #include "abi/torchferry.h"
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 
 enum class Dtype {
   kBool,
@@ -135,4 +135,4 @@ inline tf_dtype AbiDtype(Dtype dtype) {
   return tf_dtype{0, 0, 0};
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

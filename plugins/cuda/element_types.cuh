@@ -11,7 +11,7 @@
 
 #include "plugins/cuda/dtype.h"
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 
 template <typename T>
 struct TypeTag {
@@ -125,4 +125,4 @@ auto DispatchFloatInt(Dtype dtype, F&& f, G&& fallback) {
   return DispatchFloat(dtype, f, fallback);
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

@@ -13,7 +13,7 @@
 #include "plugins/cuda/launch_config.h"
 #include "plugins/cuda/strided_layout.h"
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 
 // Where an operand's element 0 lives and how it strides over the iteration
 // shape. Views that are not whole tensors (the halves of silu_and_mul's
@@ -152,4 +152,4 @@ tf_status LaunchElementwise(const tf_call* call, const char* op,
                                    in_operands, fn);
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

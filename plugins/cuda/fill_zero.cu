@@ -4,7 +4,7 @@
 #include "plugins/cuda/launch_config.h"
 #include "plugins/cuda/strided_layout.h"
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 namespace {
 
 // Zero is all-zero bits in every dtype, so only the element size matters.
@@ -62,4 +62,4 @@ tf_status FillZero(const tf_call* call, const tf_tensor& tensor,
   return CheckLaunch(call, op);
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

@@ -4,9 +4,9 @@
 
 #include "abi/torchferry.h"
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 
 tf_status FillZero(const tf_call* call, const tf_tensor& tensor,
                    const char* op);
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 
 constexpr int kThreadsPerBlock = 256;
 
@@ -21,4 +21,4 @@ inline unsigned GridFor(int64_t work_items) {
   return static_cast<unsigned>(blocks);
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

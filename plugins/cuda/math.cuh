@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 
 __device__ __forceinline__ float Exp(float x) { return expf(x); }
 __device__ __forceinline__ double Exp(double x) { return exp(x); }
@@ -73,4 +73,4 @@ __device__ __forceinline__ A Silu(A x) {
   return x / (A(1) + Exp(-x));
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

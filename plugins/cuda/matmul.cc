@@ -10,7 +10,7 @@
 #include "plugins/cuda/matmul_plan.h"
 #include "plugins/cuda/ops.h"
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 namespace {
 
 MatrixView ViewOf(const tf_tensor& t) {
@@ -149,4 +149,4 @@ tf_status Matmul(const tf_call* call) {
   return TF_OK;
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

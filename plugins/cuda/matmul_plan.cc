@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 namespace {
 
 // How to read the logical matrix X (rows x cols, strides sr, sc) as op(M) of
@@ -98,4 +98,4 @@ bool PlanGemm(const MatrixView& a, const MatrixView& b, const MatrixView& out,
   return true;
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 
 // One 3-D operand as the host hands it over: sizes and strides in elements.
 struct MatrixView {
@@ -40,4 +40,4 @@ struct GemmPlan {
 bool PlanGemm(const MatrixView& a, const MatrixView& b, const MatrixView& out,
               GemmPlan* plan, const char** why);
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

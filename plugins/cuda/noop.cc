@@ -2,7 +2,7 @@
 // cost of dispatch alone. It touches no device and launches nothing.
 #include "plugins/cuda/ops.h"
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 
 tf_status Noop(const tf_call* call) {
   // Read each view's data pointer as a real kernel would; `volatile` keeps
@@ -17,4 +17,4 @@ tf_status Noop(const tf_call* call) {
   return TF_OK;
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

@@ -5,7 +5,7 @@
 
 #include "abi/torchferry.h"
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 
 tf_status Abs(const tf_call* call);
 tf_status Neg(const tf_call* call);
@@ -22,4 +22,4 @@ tf_status Softmax(const tf_call* call);
 tf_status Matmul(const tf_call* call);
 tf_status Noop(const tf_call* call);
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

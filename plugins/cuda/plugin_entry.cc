@@ -10,7 +10,7 @@
 #include "plugins/cuda/dtype.h"
 #include "plugins/cuda/ops.h"
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 namespace {
 
 const tf_host_api* g_host = nullptr;
@@ -120,7 +120,7 @@ const tf_plugin* Describe() {
 }
 
 }  // namespace
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda
 
 extern "C" TF_PLUGIN_EXPORT const tf_plugin* torchferry_plugin_entry(
     uint32_t host_abi_major, uint32_t host_abi_minor, const tf_host_api* host) {
@@ -137,6 +137,6 @@ extern "C" TF_PLUGIN_EXPORT const tf_plugin* torchferry_plugin_entry(
     }
     return nullptr;
   }
-  torchferry_cuda::g_host = host;
-  return torchferry_cuda::Describe();
+  torchferry::cuda::g_host = host;
+  return torchferry::cuda::Describe();
 }

@@ -6,7 +6,7 @@
 #include "plugins/cuda/ops.h"
 #include "plugins/cuda/row_reduce.cuh"
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 namespace {
 
 struct RmsNormArgs {
@@ -105,4 +105,4 @@ tf_status RmsNorm(const tf_call* call) {
       });
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

@@ -8,7 +8,7 @@
 #include "plugins/cuda/launch_config.h"
 #include "plugins/cuda/strided_layout.h"
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 
 // Rows up to this length get one warp each.
 constexpr int64_t kWarpRowLimit = 1024;
@@ -60,4 +60,4 @@ inline unsigned RowGrid(int64_t rows, int rows_per_block) {
   return static_cast<unsigned>(blocks);
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

@@ -8,7 +8,7 @@
 #include "plugins/cuda/ops.h"
 #include "plugins/cuda/row_reduce.cuh"
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 namespace {
 
 // Below this many rows a strided softmax dim still goes a warp per row:
@@ -157,4 +157,4 @@ tf_status Softmax(const tf_call* call) {
       });
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

@@ -9,7 +9,7 @@
 #include "plugins/cuda/ops.h"
 #include "plugins/cuda/strided_layout.h"
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 namespace {
 
 // Inputs per launch: their pointers travel in the kernel's parameters.
@@ -117,4 +117,4 @@ tf_status Stack(const tf_call* call) {
               DtypeName(dtype));
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

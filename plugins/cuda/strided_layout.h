@@ -11,7 +11,7 @@
 #define TF_HOST_DEVICE inline
 #endif
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 
 // Dimensions a layout holds after merging. Torch tensors rarely have more;
 // merging adjacent dimensions that are contiguous with each other brings most
@@ -119,4 +119,4 @@ inline int64_t NumElements(int ndim, const int64_t* shape) {
   return numel;
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

@@ -3,7 +3,7 @@
 #include "plugins/cuda/math.cuh"
 #include "plugins/cuda/ops.h"
 
-namespace torchferry_cuda {
+namespace torchferry::cuda {
 namespace {
 
 template <typename T>
@@ -91,4 +91,4 @@ tf_status SiluOp(const tf_call* call) {
   return RunUnary<SiluFn>(call, "silu", FloatDispatch{});
 }
 
-}  // namespace torchferry_cuda
+}  // namespace torchferry::cuda

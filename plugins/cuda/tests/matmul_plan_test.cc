@@ -11,9 +11,9 @@
 
 namespace {
 
-using torchferry_cuda::GemmPlan;
-using torchferry_cuda::MatrixView;
-using torchferry_cuda::PlanGemm;
+using torchferry::cuda::GemmPlan;
+using torchferry::cuda::MatrixView;
+using torchferry::cuda::PlanGemm;
 
 int failures = 0;
 

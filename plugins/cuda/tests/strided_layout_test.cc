@@ -9,10 +9,10 @@
 
 namespace {
 
-using torchferry_cuda::BuildLayout;
-using torchferry_cuda::kMaxDims;
-using torchferry_cuda::NumElements;
-using torchferry_cuda::StridedLayout;
+using torchferry::cuda::BuildLayout;
+using torchferry::cuda::kMaxDims;
+using torchferry::cuda::NumElements;
+using torchferry::cuda::StridedLayout;
 
 int failures = 0;
 
