@@ -7,7 +7,7 @@
 // kills the host is reported as such and the others are still tried.
 //
 // The kinds are the synthetic plugins of tests/plugins, the ones in
-// tests/hardening/plugins, and malformed files made here at run time (empty,
+// tests/plugins/hardening, and malformed files made here at run time (empty,
 // truncated, wrong ELF class, a folder, an executable), and paths that are
 // no file at all: a FIFO (a plain open() of it would block forever), a
 // socket, a character device, a symbolic link loop and a dangling link.
@@ -209,7 +209,7 @@ int main() {
       {"notelf", syn("notelf"), "invalid ELF header"},
       {"missingdep", syn("missingdep"), "libtorchferry_test_absent.so.1"},
       {"initmutate", syn("initmutate"), "changed its descriptor during init"},
-      // tests/hardening/plugins.
+      // tests/plugins/hardening.
       {"emptyname", own("emptyname"), "invalid plugin name ''"},
       {"longname", own("longname"), "(longer than 63 characters)"},
       {"nullname", own("nullname"), "the plugin name is NULL"},

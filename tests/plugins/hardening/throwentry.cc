@@ -2,7 +2,7 @@
 // it); the loader must contain it and skip the plugin.
 #include <stdexcept>
 
-#include "abi/torchferry.h"
+#include "tests/abi/v1_0/torchferry.h"  // built as a 1.0 plugin, like synthetic.h
 
 extern "C" TF_PLUGIN_EXPORT const tf_plugin* torchferry_plugin_entry(
     uint32_t, uint32_t, const tf_host_api*) {

@@ -1,7 +1,7 @@
 // Broken at run time: init lets a C++ exception escape.
 #include <stdexcept>
 
-#include "abi/torchferry.h"
+#include "tests/abi/v1_0/torchferry.h"  // built as a 1.0 plugin, like synthetic.h
 
 namespace {
 
