@@ -49,6 +49,13 @@ void StorageProbe::Calibrate(PyObject* torch_module, const AotiApi* api,
   };
   PyObject* at5 = item(base, 5);
   PyObject* at11 = item(base, 11);
+  // A second family (a storage and a view of it), so that a word that only
+  // happens to agree across the first one (padding, a recycled allocation)
+  // is not taken for the StorageImpl*.
+  PyObject* second =
+      base ? PyObject_CallMethod(torch_module, "empty", "(i)", 7883) : nullptr;
+  owned.push_back(second);
+  PyObject* second_at3 = item(second, 3);
   PyObject* data = base ? PyObject_GetAttrString(base, "data") : nullptr;
   owned.push_back(data);
   auto finish = [&](bool ok, std::string why) {
@@ -66,7 +73,9 @@ void StorageProbe::Calibrate(PyObject* torch_module, const AotiApi* api,
   const char* t11 = t ? TensorImplOf(at11) : nullptr;
   const char* td = t ? TensorImplOf(data) : nullptr;
   const char* u = t ? TensorImplOf(other) : nullptr;
-  if (!t || !t5 || !t11 || !td || !u) {
+  const char* t2 = t && second_at3 ? TensorImplOf(second) : nullptr;
+  const char* t2v = t2 ? TensorImplOf(second_at3) : nullptr;
+  if (!t || !t5 || !t11 || !td || !u || !t2 || !t2v) {
     return finish(false, "the calibration tensors could not be made");
   }
   int matches;
@@ -86,9 +95,12 @@ void StorageProbe::Calibrate(PyObject* torch_module, const AotiApi* api,
       impl_bytes,
       [&](Py_ssize_t o) {
         const int64_t w = WordAt<int64_t>(t, o);
+        const int64_t w2 = WordAt<int64_t>(t2, o);
+        const int64_t wu = WordAt<int64_t>(u, o);
         return w != 0 && w == WordAt<int64_t>(t5, o) &&
                w == WordAt<int64_t>(t11, o) && w == WordAt<int64_t>(td, o) &&
-               WordAt<int64_t>(u, o) != 0 && WordAt<int64_t>(u, o) != w;
+               wu != 0 && wu != w && w2 != 0 && w2 == WordAt<int64_t>(t2v, o) &&
+               w2 != w && w2 != wu;
       },
       &matches);
   if (storage_at_ < 0) {
