@@ -144,19 +144,20 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
                                   "version '{}'; expected 'X.Y.Z'",
                                   torch_version));
   }
-  if (major < 2 || (major == 2 && minor < 3)) {
-    return RaiseError(
-        PyExc_ImportError,
-        fmt::format("torchferry needs torch >= 2.3, found torch {}; upgrade "
-                    "torch (pip install 'torch>=2.3')",
-                    torch_version));
-  }
+  // Symbols first: what a torch lacks says more than its version does.
   std::string error;
   if (!ResolveTorchLibrary(&lib_, &error) ||
       !VerifyTorchDtypeCodes(lib_.cpu_handle, &error)) {
     return RaiseError(PyExc_ImportError,
                       fmt::format("torchferry cannot use torch {}: {}",
                                   torch_version, error));
+  }
+  if (major < 2 || (major == 2 && minor < 9)) {
+    return RaiseError(
+        PyExc_ImportError,
+        fmt::format("torchferry needs torch >= 2.9, found torch {}; upgrade "
+                    "torch (pip install 'torch>=2.9')",
+                    torch_version));
   }
   torch_cpu_ = lib_.api.device_type_cpu();
   torch_cuda_ = lib_.api.device_type_cuda();
