@@ -361,11 +361,16 @@ void Bridge::Calibrate(PyObject* torch_module, int major, int minor) {
         "the data pointer read through the calibrated offset does "
         "not match tensor.data_ptr() of a view with a storage offset");
   }
-  finish(true, fmt::format("at::Tensor at byte {} of the Python object{}",
-                           c.tensor_offset,
-                           c.borrowed_flag_offset >= 0
-                               ? " (c10::MaybeOwned, owned/borrowed checked)"
-                               : ""));
+  finish(true,
+         c.borrowed_flag_offset >= 0
+             ? fmt::format("the torch 2.3 - 2.9 layout: at::Tensor at byte {} "
+                           "of the Python object, inside a "
+                           "c10::MaybeOwned<at::Tensor> whose borrowed flag "
+                           "at byte {} is checked per tensor",
+                           c.tensor_offset, c.borrowed_flag_offset)
+             : fmt::format("the torch >= 2.10 layout: at::Tensor at byte {} "
+                           "of the Python object, right after its header",
+                           c.tensor_offset));
 }
 
 bool Bridge::Read(PyObject* obj, const char* what, bool writable,
