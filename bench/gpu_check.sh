@@ -5,7 +5,7 @@
 #
 #   OUT=/some/dir bash bench/gpu_check.sh
 #
-# Needs there: bash, a Python >= 3.9 with torch >= 2.3 (a CUDA build), nvcc
+# Needs there: bash, a Python >= 3.9 with torch >= 2.9 (a CUDA build), nvcc
 # (on PATH or in /usr/local/cuda/bin) and a C++ compiler.
 # Build tools: meson, ninja and meson-python are taken from that Python where
 # it has them. Any that is missing is installed into the scratch folder from

@@ -3,7 +3,8 @@
 // these at run time (dlsym on the libtorch that `import torch` loaded), so one
 // binary serves every supported torch. Signatures follow
 // torch/csrc/inductor/aoti_torch/c/shim.h and torch/csrc/stable/c/shim.h,
-// which have kept them stable since torch 2.3.
+// which have kept them stable since torch 2.3; the last of the required
+// ones (aoti_torch_get_layout) came in torch 2.9.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,7 @@ using AtenTensorHandle = AtenTensorOpaque*;  // an at::Tensor* underneath
 using AOTITorchError = int32_t;              // 0 success, 1 failure
 
 struct AotiApi {
-  // Present in every torch >= 2.3: the bridge refuses to start without them.
+  // Present in every torch >= 2.9: the bridge refuses to start without them.
   AOTITorchError (*get_data_ptr)(AtenTensorHandle, void**);
   AOTITorchError (*get_dim)(AtenTensorHandle, int64_t*);
   AOTITorchError (*get_sizes)(AtenTensorHandle, int64_t**);

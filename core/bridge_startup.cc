@@ -42,19 +42,20 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
                                   "version '{}'; expected 'X.Y.Z'",
                                   torch_version));
   }
-  if (major < 2 || (major == 2 && minor < 3)) {
-    return RaiseError(
-        PyExc_ImportError,
-        fmt::format("torchferry needs torch >= 2.3, found torch {}; upgrade "
-                    "torch (pip install 'torch>=2.3')",
-                    torch_version));
-  }
+  // Symbols first: what a torch lacks says more than its version does.
   std::string error;
   if (!ResolveTorchLibrary(&lib_, &error) ||
       !VerifyTorchDtypeCodes(lib_.cpu_handle, &error)) {
     return RaiseError(PyExc_ImportError,
                       fmt::format("torchferry cannot use torch {}: {}",
                                   torch_version, error));
+  }
+  if (major < 2 || (major == 2 && minor < 9)) {
+    return RaiseError(
+        PyExc_ImportError,
+        fmt::format("torchferry needs torch >= 2.9, found torch {}; upgrade "
+                    "torch (pip install 'torch>=2.9')",
+                    torch_version));
   }
   torch_cpu_ = lib_.api.device_type_cpu();
   torch_cuda_ = lib_.api.device_type_cuda();
@@ -258,11 +259,16 @@ void Bridge::Calibrate(PyObject* torch_module, int major, int minor) {
         "the data pointer read through the calibrated offset does "
         "not match tensor.data_ptr() of a view with a storage offset");
   }
-  finish(true, fmt::format("at::Tensor at byte {} of the Python object{}",
-                           c.tensor_offset,
-                           c.borrowed_flag_offset >= 0
-                               ? " (c10::MaybeOwned, owned/borrowed checked)"
-                               : ""));
+  finish(true,
+         c.borrowed_flag_offset >= 0
+             ? fmt::format("the torch 2.3 - 2.9 layout: at::Tensor at byte {} "
+                           "of the Python object, inside a "
+                           "c10::MaybeOwned<at::Tensor> whose borrowed flag "
+                           "at byte {} is checked per tensor",
+                           c.tensor_offset, c.borrowed_flag_offset)
+             : fmt::format("the torch >= 2.10 layout: at::Tensor at byte {} "
+                           "of the Python object, right after its header",
+                           c.tensor_offset));
 }
 
 bool Bridge::Read(PyObject* obj, const char* what, bool writable,

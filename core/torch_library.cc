@@ -103,14 +103,21 @@ bool ResolveTorchLibrary(TorchLibrary* lib, std::string* error) {
       {"aoti_torch_layout_strided",
        reinterpret_cast<const void*>(a.layout_strided)},
   };
+  std::string missing;
   for (const auto& [symbol, fn] : required) {
     if (fn == nullptr) {
-      *error = fmt::format(
-          "{} lacks the AOTI C shim function {} that every torch >= 2.3 "
-          "exports; this torch is too old or not a standard build",
-          lib->cpu_library_path, symbol);
-      return false;
+      missing += fmt::format("{}{}", missing.empty() ? "" : ", ", symbol);
     }
+  }
+  if (!missing.empty()) {
+    // 2.3 - 2.8 lack aoti_torch_get_layout, 2.3 - 2.6 also
+    // aoti_torch_device_type_meta (measured on the PyPI wheels).
+    *error = fmt::format(
+        "{} lacks the AOTI C shim functions {}, which every torch >= 2.9 "
+        "exports; this torch is too old or not a standard build (pip install "
+        "'torch>=2.9')",
+        lib->cpu_library_path, missing);
+    return false;
   }
 
   // The CUDA stream getter lives in libtorch_cuda.so, loaded only by CUDA

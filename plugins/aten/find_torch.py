@@ -2,7 +2,8 @@
 
 Importing torch takes seconds and loads every backend library; the build only
 needs to know where the wheel lies and how its C++ is to be compiled. Prints
-`root=<torch package folder>`, `cxx11_abi=<0|1>` and `cxx_std=<17|20|...>`,
+`root=<torch package folder>`, `cxx11_abi=<0|1>` and `cxx_std=<17|20|...>` (the standard torch's build
+config asks for),
 one a line; exits 1 with the reason on stderr when torch is not installed or
 its layout is not a wheel's.
 """
@@ -14,16 +15,19 @@ import sys
 
 
 def cxx_standard(root: pathlib.Path) -> int:
-    """The C++ standard torch asks of code that includes its headers.
+    """The C++ standard torch's build config asks of code that includes its
+    headers: a hint, which the build confirms by compiling torch's headers.
 
-    TorchConfig.cmake sets it on the torch target (20 since torch 2.13, whose
-    2.14 headers no longer compile as C++17); 17 before it said anything.
+    TorchConfig.cmake sets it on the torch target, as `CXX_STANDARD 20`
+    (torch 2.13, 2.14) or as a compile feature, `cxx_std_20` (torch 2.15);
+    17 where it says nothing.
     """
     config = root / "share" / "cmake" / "Torch" / "TorchConfig.cmake"
     if config.exists():
-        found = re.search(r"CXX_STANDARD\s+(\d+)", config.read_text())
-        if found:
-            return int(found.group(1))
+        found = re.findall(r"CXX_STANDARD\s+(\d+)|cxx_std_(\d+)", config.read_text())
+        asks = [int(a or b) for a, b in found]
+        if asks:
+            return max(asks)
     return 17
 
 

@@ -54,9 +54,11 @@ tf_status RunKernel(const tf_call* call) {
     return Report(
         *call, state, TF_ERROR_UNSUPPORTED,
         "ATen does not implement this case: ", e.what_without_backtrace());
+#if TORCHFERRY_ATEN_HAS_ACCELERATOR_ERROR
   } catch (const c10::AcceleratorError& e) {
     return Report(*call, state, TF_ERROR_DEVICE,
                   "the device failed: ", e.what_without_backtrace());
+#endif
   } catch (const c10::Error& e) {
     // What remains of c10's errors are ATen's own argument checks.
     return Report(*call, state, TF_ERROR_INVALID_ARGUMENT,

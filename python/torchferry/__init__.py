@@ -16,7 +16,32 @@ import torch as _torch
 
 __version__ = "0.1.0"
 
-MIN_TORCH = (2, 3)
+# The first torch whose libtorch_cpu.so exports every AOTI C shim function the
+# bridge needs: 2.3 - 2.8 lack aoti_torch_get_layout (2.3 - 2.6 also
+# aoti_torch_device_type_meta, 2.3 also aoti_torch_layout_strided).
+MIN_TORCH = (2, 9)
+
+# What core/torch_library.cc refuses to start without (a test keeps the two
+# lists equal). Only an import that is refused reads it, to name what is
+# missing.
+REQUIRED_TORCH_SYMBOLS = (
+    "aoti_torch_get_data_ptr",
+    "aoti_torch_get_dim",
+    "aoti_torch_get_sizes",
+    "aoti_torch_get_strides",
+    "aoti_torch_get_dtype",
+    "aoti_torch_get_device_type",
+    "aoti_torch_get_device_index",
+    "aoti_torch_get_layout",
+    "aoti_torch_get_storage_offset",
+    "aoti_torch_get_storage_size",
+    "aoti_torch_delete_tensor_object",
+    "aoti_torch_grad_mode_is_enabled",
+    "aoti_torch_device_type_cpu",
+    "aoti_torch_device_type_cuda",
+    "aoti_torch_device_type_meta",
+    "aoti_torch_layout_strided",
+)
 
 
 def _release(version):
@@ -30,12 +55,55 @@ def _release(version):
         ) from None
 
 
-if _release(_torch.__version__) < MIN_TORCH:
-    raise ImportError(
-        f"torchferry needs torch >= {MIN_TORCH[0]}.{MIN_TORCH[1]}, found torch "
-        f"{_torch.__version__} at {_os.path.dirname(_torch.__file__)}; "
-        "upgrade torch (pip install 'torch>=2.3')"
+def _missing_symbols(library):
+    """The names of REQUIRED_TORCH_SYMBOLS that `library` (a path) does not
+    export, or a sentence saying why it could not be read."""
+    import ctypes
+
+    try:
+        handle = ctypes.CDLL(library)  # already loaded by torch: no side effect
+    except OSError as e:
+        return [f"(could not open it: {e})"]
+    return [name for name in REQUIRED_TORCH_SYMBOLS if not hasattr(handle, name)]
+
+
+def _loaded_libtorch_cpu(torch_dir):
+    """The libtorch_cpu that `import torch` loaded (a wheel keeps it in
+    torch/lib, a distribution's package may not), else the wheel's path."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split(None, 5)[-1].strip()
+                if _os.path.basename(path).startswith("libtorch_cpu.so"):
+                    return path
+    except OSError:
+        pass
+    return _os.path.join(torch_dir, "lib", "libtorch_cpu.so")
+
+
+def _refusal(version, torch_dir, library=None):
+    """Why torch `version` at `torch_dir` is refused: the version, and the
+    functions its libtorch_cpu (`library`, by default the loaded one) lacks."""
+    floor = f"{MIN_TORCH[0]}.{MIN_TORCH[1]}"
+    library = library or _loaded_libtorch_cpu(torch_dir)
+    missing = _missing_symbols(library) if _os.path.exists(library) else []
+    if missing:
+        shown = ", ".join(missing[:3])
+        if len(missing) > 3:
+            shown += f" and {len(missing) - 3} more"
+        why = f"its {library} lacks {shown}, which torchferry's bridge needs"
+    elif _os.path.exists(library):
+        why = f"it exports what the bridge needs, but torch below {floor} is untested"
+    else:
+        why = f"it has no {library}"
+    return (
+        f"torchferry needs torch >= {floor}, found torch {version} at {torch_dir}: "
+        f"{why}; upgrade torch (pip install 'torch>={floor}')"
     )
+
+
+if _release(_torch.__version__) < MIN_TORCH:
+    raise ImportError(_refusal(_torch.__version__, _os.path.dirname(_torch.__file__)))
 
 from . import _C  # noqa: E402  (torch must be loaded first: the bridge finds it)
 

@@ -41,6 +41,18 @@ def shim_available():
 view = _C._view
 
 
+def _layout_name(cal):
+    """The THPVariable layout offset calibration confirmed, in words."""
+    if not cal["ok"]:
+        return None
+    if cal["maybe_owned_flag_offset"] >= 0:
+        return "c10::MaybeOwned<at::Tensor> cdata (torch 2.3 - 2.9)"
+    return "at::Tensor cdata (torch >= 2.10)"
+
+
 def info():
-    """The chosen path, why, and what offset calibration found."""
-    return _C._bridge_info()
+    """The chosen path, why, and what offset calibration found (its
+    "layout": the THPVariable layout it confirmed, None where it failed)."""
+    data = _C._bridge_info()
+    data["offset_calibration"]["layout"] = _layout_name(data["offset_calibration"])
+    return data

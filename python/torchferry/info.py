@@ -66,6 +66,7 @@ def render(data):
         f"  why: {b['reason']}",
         f"  shim (torch_tensor_from_pyobject): {'available' if b['shim_available'] else 'absent'}",
         f"  offset calibration: {'ok' if cal['ok'] else 'FAILED'}: {cal['detail']}",
+        f"  calibrated layout: {cal['layout'] or 'none (calibration failed)'}",
         f"  negative-bit check: {b['neg_bit_check']}",
         f"  version counter: {b['version_counter']}",
         f"  storage check: {b['storage_check']}",

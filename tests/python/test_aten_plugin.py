@@ -2,8 +2,9 @@
 lack, loses to them where they have a kernel, computes what torch computes
 under each wrapper strategy, and keeps no caller memory after a call.
 
-The plugin is built per torch by ./dev; torches built without it (the compat
-run) skip this file, but a plugin that is installed and then skipped fails it.
+The plugin is built per torch by ./dev, compat torches included; a build
+without it (-Daten=disabled) skips this file, but a plugin that is installed
+and then skipped fails it.
 """
 
 import json
