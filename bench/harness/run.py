@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 
 from . import env, peers, report
-from . import section_aten, section_bridge, section_call, section_loader, section_ops, section_view
+from . import section_aten, section_bridge, section_call, section_llama, section_loader, section_ops, section_view
 from .progress import Progress
 from .results import Section
 from .timing import Settings
@@ -20,6 +20,7 @@ SECTIONS = {
     "ops": (4, section_ops),
     "aten": (5, section_aten),
     "loader": (6, section_loader),
+    "llama": (7, section_llama),
 }
 
 

@@ -27,7 +27,7 @@ def build_parser():
     bench.add_argument(
         "--sections",
         default="all",
-        help="comma-separated sections to run: bridge,view,call,ops,aten,loader (default all)",
+        help="comma-separated sections to run: bridge,view,call,ops,aten,loader,llama (default all)",
     )
     bench.add_argument("--json", metavar="PATH", help="write the results JSON here")
     bench.add_argument("--plot", metavar="PATH", help="write the PNG bar chart here")
