@@ -24,10 +24,12 @@
 #   plugin build      only when that build failed or lacks the CUDA plugin:
 #                     bench/gpu/build_plugin.sh (nvcc + c++, no meson)
 #   plugin load       dlopen torchferry_cuda.so, negotiate, init on the GPU
-#   ops (direct)      bench/gpu/check_ops.py: every op, every dtype, strided,
-#                     broadcast, user streams, called straight into the plugin
-#   ops (torchferry)  the same cases through torchferry.ops (other plugins'
-#                     ATen fallback excluded, so the CUDA plugin must serve)
+#   ops (torchferry)  bench/gpu/check_ops.py: every op, every dtype, strided,
+#                     broadcast, user streams, through torchferry.ops, whose
+#                     preparation checks and shapes each call (the ATen
+#                     fallback excluded, so the CUDA plugin must serve; a
+#                     plugin from the plugin build is put on
+#                     TORCHFERRY_PLUGIN_PATH)
 #   bridge            bench/gpu/check_bridge.py: shim and offset paths on CUDA
 #                     tensors, cuda.core's StridedMemoryView beside ours
 #   bench             python -m torchferry bench --device cuda --quick
@@ -287,11 +289,8 @@ if lib.init_error:
     sys.exit(3 if "no CUDA device available" in lib.init_error else 1)
 print("init: OK")
 EOF
-  run_step "ops (direct)" 150 "$SCRATCH/ops-direct.json" "$PY" "$ROOT/bench/gpu/check_ops.py" \
-    --backend direct --plugin "$PLUGIN" --json "$SCRATCH/ops-direct.json"
 else
   record "plugin load" skipped 0 0 "no plugin was built"
-  record "ops (direct)" skipped 0 0 "no plugin was built"
 fi
 
 # The package, when it built and imports.
@@ -300,8 +299,10 @@ if [ -d "$SITE/torchferry" ] &&
   export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
   say "python -m torchferry info"
   timeout 60 "$PY" -m torchferry info || echo "(info failed with status $?)"
+  # A plugin from the plugin build (the package's own lacks one) goes first
+  # on the search path, so that it serves.
   run_step "ops (torchferry)" 150 "$SCRATCH/ops-torchferry.json" \
-    env TORCHFERRY_PLUGINS='*,-aten' "$PY" "$ROOT/bench/gpu/check_ops.py" \
+    env TORCHFERRY_PLUGINS='*,-aten' TORCHFERRY_PLUGIN_PATH="$PLUGIN" "$PY" "$ROOT/bench/gpu/check_ops.py" \
     --backend torchferry --json "$SCRATCH/ops-torchferry.json"
   run_step bridge 60 "$SCRATCH/bridge.json" "$PY" "$ROOT/bench/gpu/check_bridge.py" \
     --json "$SCRATCH/bridge.json"

@@ -10,11 +10,10 @@ torch.cuda.Stream(), where it also checks that the work was queued behind
 that stream's earlier work and that the call did not wait for it.
 
 Backends:
-  torchferry  through torchferry.ops (the package must import)
-  direct      the plugin file itself, called through ctypes (tf_ctypes.py)
-              exactly as ABI.md says the host calls it; runs without the
-              package
-
+  torchferry  through torchferry.ops (the package must import): the host's
+              own preparation checks and shapes every call, so a plugin file
+              built on its own is checked by putting it on
+              TORCHFERRY_PLUGIN_PATH
   torch       torch computes the outputs itself: with --device cpu, a dry run
               that proves the case list and the comparisons on a machine
               without a GPU (it proves no plugin)
@@ -88,107 +87,6 @@ class TorchferryBackend:
             return fn(*args, **kwargs, out=out, stream=stream)
         except NotImplementedError as e:
             raise Refused(str(e)) from None
-
-
-class DirectBackend:
-    name = "direct"
-
-    def __init__(self, path, device="cuda"):
-        import tf_ctypes
-
-        self.tf = tf_ctypes
-        self.device_type = tf_ctypes.DEVICE_CUDA if device == "cuda" else tf_ctypes.DEVICE_CPU
-        self.lib = tf_ctypes.PluginLibrary(path)
-        if self.lib.init_error:
-            raise RuntimeError(f"the plugin's init failed: {self.lib.init_error}")
-
-    def describe(self):
-        return (f"plugin {self.lib.name} {self.lib.version} from {self.lib.path}, "
-                f"{len(self.lib.kernels)} kernels")
-
-    def serving_plugin(self, op, dtype_name):
-        ok = self.lib.has_kernel(op, self.device_type, dtype_name)
-        return self.lib.name if ok else None
-
-    def run(self, op, args, kwargs, out, stream=None):
-        import torch
-
-        tf = self.tf
-        on_cuda = out.is_cuda if out is not None else args[0].is_cuda
-        if not on_cuda:
-            handle = 0  # the CPU has no streams (a dry run against a CPU plugin)
-        else:
-            handle = (stream if stream is not None else torch.cuda.current_stream()).cuda_stream
-        views = []
-
-        def t(x):
-            v = tf.View(x)
-            views.append(v)
-            return tf.tensor_arg(v)
-
-        def scalar(value, dtype):
-            if dtype.is_floating_point:
-                return tf.float_arg(value)
-            return tf.int_arg(value)
-
-        outs = []
-        attrs = []
-        if op in ("abs", "neg", "exp", "silu", "cast", "silu_and_mul"):
-            inputs = [t(args[0])]
-        elif op in ("add", "mul"):
-            inputs = [t(args[0].expand(out.shape)), t(args[1].expand(out.shape))]
-            if op == "add":
-                attrs = [scalar(kwargs.get("alpha", 1), out.dtype)]
-        elif op == "clamp":
-            inputs = [t(args[0])]
-            for key in ("min", "max"):
-                bound = kwargs.get(key)
-                if bound is None:
-                    inputs.append(tf.none_arg())
-                elif isinstance(bound, torch.Tensor):
-                    inputs.append(t(bound.expand(out.shape)))
-                else:
-                    inputs.append(scalar(bound, out.dtype))
-        elif op == "stack":
-            xs = [tf.View(x) for x in args[0]]
-            views.extend(xs)
-            inputs = [tf.list_arg(xs)]
-            dim = kwargs.get("dim", 0)
-            attrs = [tf.int_arg(dim + args[0][0].dim() + 1 if dim < 0 else dim)]
-        elif op == "rms_norm":
-            inputs = [t(args[0]), t(args[1])]
-            attrs = [tf.float_arg(kwargs.get("eps", 1e-6))]
-        elif op == "softmax":
-            x = args[0]
-            dim = kwargs.get("dim", -1)
-            if x.dim() == 0:
-                x, out = x.reshape(1), out.reshape(1)
-                dim = 0
-            inputs = [t(x)]
-            attrs = [tf.int_arg(dim + x.dim() if dim < 0 else dim)]
-        elif op == "matmul":
-            a, b, o = args[0], args[1], out
-            a3 = a.unsqueeze(0) if a.dim() == 2 else a
-            b3 = b.unsqueeze(0) if b.dim() == 2 else b
-            o3 = o.unsqueeze(0) if o.dim() == 2 else o
-            batch = o3.shape[0]
-            a3 = a3.expand(batch, *a3.shape[1:])
-            b3 = b3.expand(batch, *b3.shape[1:])
-            inputs, out = [t(a3), t(b3)], o3
-        elif op == "noop":
-            inputs = [t(x) for x in args]
-        else:
-            raise ValueError(f"unknown op {op}")
-        if op != "noop":
-            v = tf.View(out)
-            views.append(v)
-            outs = [v.struct]
-        try:
-            self.lib.call(op, inputs, attrs, outs, handle)
-        except tf.KernelError as e:
-            if e.status == 2:
-                raise Refused(str(e)) from None
-            raise
 
 
 class TorchBackend:
@@ -873,11 +771,10 @@ def other_device_check(torch, backend, results, mk):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--backend", choices=["torchferry", "direct", "torch"],
+    parser.add_argument("--backend", choices=["torchferry", "torch"],
                         default="torchferry")
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
                         help="cpu: a dry run without a GPU (default cuda)")
-    parser.add_argument("--plugin", help="torchferry_cuda.so, for --backend direct")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--ops", default="all", help="comma-separated ops (default all)")
     parser.add_argument("--no-big", action="store_true",
@@ -917,12 +814,8 @@ def main(argv=None):
     try:
         if args.backend == "torchferry":
             backend = TorchferryBackend()
-        elif args.backend == "torch":
-            backend = TorchBackend()
         else:
-            if not args.plugin:
-                return finish(EXIT_SKIPPED, "skipped", "--backend direct needs --plugin PATH")
-            backend = DirectBackend(args.plugin, args.device)
+            backend = TorchBackend()
     except Exception as e:
         traceback.print_exc()
         return finish(EXIT_SKIPPED, "skipped",

@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-CHECKS = ("plugin load", "ops (direct)", "ops (torchferry)", "bridge", "bench")
+CHECKS = ("plugin load", "ops (torchferry)", "bridge", "bench")
 
 
 def main(argv):
