@@ -314,5 +314,11 @@ def float_arg(value):
     return arg
 
 
+def bool_arg(value):
+    arg = Arg(ARG_BOOL, 0)
+    arg.value.i = 1 if value else 0
+    return arg
+
+
 def none_arg():
     return Arg(ARG_NONE, 0)
