@@ -17,6 +17,7 @@ from torchferry import ops
 from torchferry.reference import REFERENCES
 from conftest import assert_matches, cpu_kernel_dtypes, dtype_id, make, run_python
 
+SDPA_NAME = "scaled_dot_product_attention"
 ROTARY = REFERENCES["rotary_embedding"]
 SDPA = REFERENCES["scaled_dot_product_attention"]
 
@@ -327,32 +328,36 @@ def aten_cases():
     """A compact run of the cases above: (name, ok) pairs."""
     results = {}
     for dt in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
-        tol = dict(rtol=5e-2, atol=5e-2) if dt in (torch.float16, torch.bfloat16) else dict(rtol=1e-4, atol=1e-5)
+        half = dt in (torch.float16, torch.bfloat16)
+        tol = dict(rtol=5e-2, atol=5e-2) if half else dict(rtol=1e-4, atol=1e-5)
 
         def check(name, got, want):
             results[f"{name} {dt}"] = bool(torch.allclose(got.float(), want.float(), equal_nan=True, **tol))
 
+        def same(name, op, *args, **kwargs):
+            check(name, getattr(ops, op)(*args, **kwargs), REFERENCES[op](*args, **kwargs))
+
         for case, (xs, cs) in ROTARY_CASES.items():
             x, c, s = make(xs, dt), make(cs, dt), make(cs, dt)
             for inter in (False, True):
-                check(f"rotary {case} {inter}", ops.rotary_embedding(x, c, s, interleaved=inter), ROTARY(x, c, s, interleaved=inter))
+                same(f"rotary {case} {inter}", "rotary_embedding", x, c, s, interleaved=inter)
         x, c, s = make((2, 3, 4, 10), dt), make((4, 3), dt), make((4, 3), dt)
         want = ROTARY(x, c, s)
         ops.rotary_embedding(x, c, s, out=x)
         check("rotary in place", x, want)
         for case, shapes in SDPA_SHAPES.items():
             q, k, v = _qkv(shapes, dt)
-            check(f"sdpa {case}", ops.scaled_dot_product_attention(q, k, v), SDPA(q, k, v))
+            same(f"sdpa {case}", SDPA_NAME, q, k, v)
         q, k, v = _qkv([(2, 8, 3, 16), (2, 4, 11, 16), (2, 4, 11, 16)], dt)
         for lr in (False, True):
-            check(f"sdpa gqa causal {lr}", ops.scaled_dot_product_attention(q, k, v, enable_gqa=True, is_causal=True, lower_right=lr), SDPA(q, k, v, enable_gqa=True, is_causal=True, lower_right=lr))
+            same(f"sdpa gqa causal {lr}", SDPA_NAME, q, k, v, enable_gqa=True, is_causal=True, lower_right=lr)
         q, k, v = _qkv([(2, 2, 9, 8), (2, 2, 4, 8), (2, 2, 4, 8)], dt)
-        check("sdpa lower right L>S", ops.scaled_dot_product_attention(q, k, v, is_causal=True, lower_right=True), SDPA(q, k, v, is_causal=True, lower_right=True))
+        same("sdpa lower right L>S", SDPA_NAME, q, k, v, is_causal=True, lower_right=True)
         mask = torch.rand(9, 4) > 0.5
         mask[0] = False
-        check("sdpa bool mask", ops.scaled_dot_product_attention(q, k, v, mask), SDPA(q, k, v, mask))
+        same("sdpa bool mask", SDPA_NAME, q, k, v, mask)
         fmask = make((2, 1, 9, 4), dt)
-        check("sdpa float mask", ops.scaled_dot_product_attention(q, k, v, fmask), SDPA(q, k, v, fmask))
+        same("sdpa float mask", SDPA_NAME, q, k, v, fmask)
     return results
 
 
