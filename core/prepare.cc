@@ -10,12 +10,13 @@
 #include "core/number_tensor.h"
 #include "core/op_functions.h"
 #include "core/out_alloc.h"
+#include "core/prepare_attention.h"
+#include "core/prepare_parts.h"
 #include "core/py_errors.h"
 
 namespace torchferry {
-namespace {
 
-// --- pieces shared by the ops ---------------------------------------------
+// --- pieces shared by the ops (core/prepare_parts.h) ----------------------
 
 tf_arg TensorArg(const TensorRef* ref) {
   tf_arg a{};
@@ -180,6 +181,8 @@ TensorRef* TakeLike(const char* op, const char* what, PyObject* obj,
   }
   return ref;
 }
+
+namespace {
 
 // --- the ops ---------------------------------------------------------------
 
@@ -557,6 +560,8 @@ bool PrepareMatmul(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
 
 // --- ops a plugin declares (ABI 1.1) ---------------------------------------
 
+}  // namespace
+
 // A non-tensor argument as its schema type asks: int, float, bool, or a
 // Scalar typed by the first tensor's dtype; None where the schema allows it.
 bool DeclaredAttr(const char* op, const SchemaArg& a, PyObject* value,
@@ -617,6 +622,8 @@ bool DeclaredAttr(const char* op, const SchemaArg& a, PyObject* value,
       fmt::format("{}(): expected {} to be {}{}, got {}", op, a.name, expected,
                   a.optional ? " or None" : "", Py_TYPE(value)->tp_name));
 }
+
+namespace {
 
 // Calls the plugin's infer and checks what it gave: the output's dtype and
 // shape, from which out= is checked or allocated. Nothing is allocated when
@@ -769,6 +776,10 @@ PrepareFn PrepareFor(Geometry geometry) {
       return &PrepareDeclared;
     case Geometry::kNoop:
       return nullptr;
+    case Geometry::kRotary:
+      return &PrepareRotary;
+    case Geometry::kAttention:
+      return &PrepareAttention;
   }
   return nullptr;
 }

@@ -50,6 +50,9 @@ enum class Geometry : uint8_t {
   kMatmul,         // [B, m, k] x [B, k, n] -> [B, m, n]
   kNoop,           // *tensors, no output: measures dispatch
   kDeclared,       // a plugin's op (ABI 1.1): its infer gives the output
+  // core/prepare_attention.cc:
+  kRotary,     // cos, sin: [..., r/2], broadcast to input.shape[:-1]
+  kAttention,  // q, k, v, mask: torch's scaled_dot_product_attention
 };
 
 struct OpEntry {
@@ -134,6 +137,34 @@ inline constexpr OpEntry kOpTable[] = {
      "inputs: any number of `TF_ARG_TENSOR`. Reads every view and does "
      "nothing; keyed by the first tensor, or (CPU, float32) when there is "
      "none."},
+    // --- attention (core/prepare_attention.cc) ---
+    {"rotary_embedding(Tensor input, Tensor cos, Tensor sin, *, bool "
+     "interleaved=False) -> Tensor",
+     DtypeRule::kFloat, AliasRule::kExact, Geometry::kRotary,
+     "rotates input's first r of the last dim by (cos, sin) of last dim r/2: "
+     "pairs (i, i + r/2), or (2i, 2i + 1) when interleaved",
+     "inputs: x [..., D]; cos, sin of x's dtype, each [..., h] with 2h <= D, "
+     "broadcast to x.shape[:-1] + [h] (same ndim as x, stride 0 on broadcast "
+     "dims). attrs: interleaved, `TF_ARG_BOOL`. out: x's shape; for each "
+     "pair (a, b) = (i, i + h), or (2i, 2i + 1) when interleaved, out[a] = "
+     "x[a] cos[i] - x[b] sin[i], out[b] = x[b] cos[i] + x[a] sin[i]; dims "
+     "from 2h on are x's. Compute in at least float32."},
+    {"scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, "
+     "Tensor? attn_mask=None, *, bool is_causal=False, float? scale=None, "
+     "bool enable_gqa=False, bool lower_right=False) -> Tensor",
+     DtypeRule::kFloat, AliasRule::kNone, Geometry::kAttention,
+     "softmax(query @ key.mT * scale + mask) @ value, as torch's "
+     "scaled_dot_product_attention without dropout; lower_right aligns the "
+     "causal diagonal to the end of the keys",
+     "inputs: q [..., H, L, E], k [..., Hkv, S, E], v [..., Hkv, S, Ev], "
+     "mask (`TF_ARG_NONE`, or bool or q's dtype, [..., H, L, S]): one ndim "
+     ">= 3, batch dims broadcast to out's (stride 0); H a multiple of Hkv, "
+     "head h reads kv head h / (H / Hkv). attrs: causal, `TF_ARG_INT` (0: "
+     "none, 1: key j <= query i, 2: j <= i + S - L), scale, `TF_ARG_FLOAT`. "
+     "out: [..., H, L, Ev]. A bool mask keeps True; a row that keeps no key is "
+     "0, as in "
+     "torch (2.5 and later). "
+     "Accumulate in float32."},
 };
 
 inline constexpr size_t kNumOps = std::size(kOpTable);

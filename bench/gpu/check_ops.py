@@ -138,6 +138,10 @@ class TorchBackend:
             if a.stride(-1) != 1 and a.stride(-2) != 1:
                 raise Refused("no unit stride (as the CUDA plugin refuses it)")
             r = torch.matmul(a.double(), b.double())
+        elif op == "rotary_embedding":
+            r = rotary_ref(torch, *args, **kwargs)
+        elif op == "scaled_dot_product_attention":
+            r = sdpa_ref(torch, *args, **kwargs)
         else:
             raise ValueError(op)
         out.copy_(r.to(out.dtype))
@@ -593,6 +597,76 @@ def noop_cases(torch, mk):
         yield Case("noop", dtype, "two tensors", [x, y], {}, None, None, "exact")
 
 
+# --- attention -------------------------------------------------------------
+
+
+def rotary_ref(torch, x, c, s, interleaved=False):
+    h = c.shape[-1]
+    xf, cf, sf = x.double(), c.double(), s.double()
+    if interleaved:
+        a, b = xf[..., 0 : 2 * h : 2], xf[..., 1 : 2 * h : 2]
+        rot = torch.stack((a * cf - b * sf, b * cf + a * sf), -1).flatten(-2)
+    else:
+        a, b = xf[..., :h], xf[..., h : 2 * h]
+        rot = torch.cat((a * cf - b * sf, b * cf + a * sf), -1)
+    return torch.cat((rot, xf[..., 2 * h :]), -1)
+
+
+def sdpa_ref(torch, q, k, v, mask=None, is_causal=False, scale=None, enable_gqa=False, lower_right=False):
+    import torch.nn.functional as F
+
+    L, S = q.shape[-2], k.shape[-2]
+    if lower_right:
+        mask, is_causal = torch.ones(L, S, dtype=torch.bool, device=q.device).tril(S - L), False
+    if mask is not None and mask.dtype != torch.bool:
+        mask = mask.double()
+    return F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask,
+                                          is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
+def attention_cases(torch, mk):
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        # rotary: [B, H, S, D] with cos [S, h]; [B, S, H, D] with cos [S, 1, h];
+        # partial rotary; a transposed (strided) input; in place.
+        for xs, cs in (([2, 4, 5, 64], [5, 32]), ([2, 5, 4, 64], [5, 1, 32]), ([1, 2, 3, 80], [3, 16])):
+            for inter in (False, True):
+                x, c, s = mk.dense(xs, dtype), mk.dense(cs, dtype), mk.dense(cs, dtype)
+                yield Case("rotary_embedding", dtype, f"{xs} cos {cs} interleaved={inter}", [x, c, s],
+                           {"interleaved": inter}, torch.empty(xs, dtype=dtype, device=mk.device),
+                           lambda x=x, c=c, s=s, i=inter: rotary_ref(torch, x, c, s, i))
+        x = mk.dense([2, 5, 4, 64], dtype).transpose(1, 2)
+        c, s = mk.dense([5, 32], dtype), mk.dense([5, 32], dtype)
+        yield Case("rotary_embedding", dtype, "transposed", [x, c, s], {},
+                   torch.empty(x.shape, dtype=dtype, device=mk.device),
+                   lambda x=x, c=c, s=s: rotary_ref(torch, x, c, s))
+        x = mk.dense([2, 4, 5, 64], dtype)
+        want = rotary_ref(torch, x, c, s)
+        yield Case("rotary_embedding", dtype, "in place", [x, c, s], {}, x, lambda want=want: want)
+        # attention: decode, prefill, several key chunks, GQA, masks, causal.
+        shapes = (([1, 8, 1, 64], [1, 8, 300, 64]), ([2, 4, 33, 64], [2, 4, 33, 64]),
+                  ([1, 2, 5, 128], [1, 2, 1000, 128]))
+        for qs, ks in shapes:
+            for causal, lr in ((False, False), (True, False), (True, True)):
+                q, k, v = mk.dense(qs, dtype), mk.dense(ks, dtype), mk.dense(ks, dtype)
+                kw = {"is_causal": causal, "lower_right": lr}
+                yield Case("scaled_dot_product_attention", dtype, f"{qs} x {ks} {kw}", [q, k, v], kw,
+                           torch.empty(qs, dtype=dtype, device=mk.device),
+                           lambda q=q, k=k, v=v, kw=kw: sdpa_ref(torch, q, k, v, **kw), "matmul")
+        q, k, v = mk.dense([2, 8, 3, 64], dtype), mk.dense([2, 2, 40, 64], dtype), mk.dense([2, 2, 40, 32], dtype)
+        kw = {"enable_gqa": True, "scale": 0.2}
+        yield Case("scaled_dot_product_attention", dtype, "gqa Ev=32 scale", [q, k, v], kw,
+                   torch.empty([2, 8, 3, 32], dtype=dtype, device=mk.device),
+                   lambda q=q, k=k, v=v, kw=kw: sdpa_ref(torch, q, k, v, **kw), "matmul")
+        k, v = mk.dense([2, 8, 40, 64], dtype), mk.dense([2, 8, 40, 64], dtype)
+        keep = torch.rand(3, 40, device=mk.device) > 0.4
+        keep[1] = False  # a fully masked row: 0, as in torch
+        additive = mk.dense([2, 1, 3, 40], dtype)
+        for name, mask in (("bool mask", keep), ("float mask", additive)):
+            yield Case("scaled_dot_product_attention", dtype, name, [q, k, v, mask], {},
+                       torch.empty([2, 8, 3, 64], dtype=dtype, device=mk.device),
+                       lambda q=q, k=k, v=v, m=mask: sdpa_ref(torch, q, k, v, m), "matmul")
+
+
 def all_cases(torch, mk):
     import torch.nn.functional as F
 
@@ -607,6 +681,7 @@ def all_cases(torch, mk):
     yield from softmax_cases(torch, mk)
     yield from matmul_cases(torch, mk)
     yield from noop_cases(torch, mk)
+    yield from attention_cases(torch, mk)
 
 
 def big_index_case(torch, mk):

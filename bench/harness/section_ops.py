@@ -25,7 +25,8 @@ class OpCase:
     arguments; `ferry` and `eager` are statements over them; `all` names every
     tensor, inputs and outputs, which is what the gap's noop receives."""
 
-    def __init__(self, name, tensors, ferry, eager, eager_text):
+    def __init__(self, name, tensors, ferry, eager, eager_text, eager_only=()):
+        self.eager_only = eager_only  # tensors only the eager call reads: not the gap's
         self.name = name
         self.tensors = tensors
         self.ferry = ferry
@@ -86,6 +87,54 @@ OPS = [
     ),
 ]
 
+# --- attention: each op at the shapes of a decoder's layer, [B, H, L, D] ---
+
+
+def _rotary(shape, dtype, device):
+    b, h, l, d = shape
+    return {
+        "x": torch.randn(shape, dtype=dtype, device=device),
+        "c": torch.randn([l, d // 2], dtype=dtype, device=device),
+        "s": torch.randn([l, d // 2], dtype=dtype, device=device),
+        "c2": torch.randn([l, d], dtype=dtype, device=device),
+        "s2": torch.randn([l, d], dtype=dtype, device=device),
+        "out": torch.empty(shape, dtype=dtype, device=device),
+    }
+
+
+def _attention(shape, dtype, device):
+    b, h, l, s, e = shape
+    return {
+        "q": torch.randn([b, h, l, e], dtype=dtype, device=device),
+        "k": torch.randn([b, h, s, e], dtype=dtype, device=device),
+        "v": torch.randn([b, h, s, e], dtype=dtype, device=device),
+        "out": torch.empty([b, h, l, e], dtype=dtype, device=device),
+    }
+
+
+ROTARY = OpCase(
+    "rotary_embedding",
+    _rotary,
+    "tf.rotary_embedding(x, c, s, out=out)",
+    "torch.add(x * c2, torch.cat((-x[..., d:], x[..., :d]), -1) * s2, out=out)",
+    "x * cos + rotate_half(x) * sin, transformers' apply_rotary_pos_emb",
+    eager_only=("c2", "s2"),
+)
+SDPA = OpCase(
+    "scaled_dot_product_attention",
+    _attention,
+    "tf.scaled_dot_product_attention(q, k, v, is_causal=causal, lower_right=causal, out=out)",
+    "F.scaled_dot_product_attention(q, k, v, is_causal=causal)",
+    "F.scaled_dot_product_attention(q, k, v, is_causal=...): no out= variant",
+)
+# (op, shapes, causal): rotary [B, H, L, D]; attention [B, H, L, S, E].
+ATTENTION_ROWS = [
+    (ROTARY, ([1, 8, 1, 64], [1, 8, 32, 64]), False),
+    (SDPA, ([1, 8, 1, 32, 64], [1, 8, 1, 1024, 64]), False),
+    (SDPA, ([1, 8, 128, 128, 64],), True),
+]
+QUICK_ATTENTION_ROWS = [(ROTARY, ([1, 8, 1, 64],), False), (SDPA, ([1, 8, 1, 32, 64],), False)]
+
 FERRY, EAGER, GAP = "torchferry", "torch eager", "gap (noop)"
 
 
@@ -97,20 +146,24 @@ def _shapes(ctx):
     return list(QUICK_SHAPES) if ctx.quick else list(SMALL_SHAPES) + [LARGE_SHAPE]
 
 
-def _case(ctx, op, dtype, shape):
+def _case(ctx, op, dtype, shape, small_op=True, causal=False):
+    """small_op: one of the small ops, held to their ratio targets; the
+    attention rows are held to the dispatch gap alone."""
     device = ctx.device
     tensors = op.tensors(shape, dtype, device)
-    names = dict(tensors, tf=torchferry.ops, torch=torch, F=F, eps=EPS, d=shape[-1] // 2, d2=shape[-1])
+    d = shape[-1] // 2
+    names = dict(tensors, tf=torchferry.ops, torch=torch, F=F, eps=EPS, d=d, d2=shape[-1], causal=causal)
     served_by = plugins.kernel_for(op.name, device, _dtype_name(dtype))
     if served_by is None:
         ferry = Variant(FERRY, reason=f"no loaded plugin serves {op.name} on {device} for {_dtype_name(dtype)}")
     else:
         ferry = Variant(FERRY, python_timer(op.ferry, ctx.sync, **names), note=f"plugin {served_by}")
-    noop_args = ", ".join(tensors)
+    gap_tensors = {k: t for k, t in tensors.items() if k not in op.eager_only}
+    noop_args = ", ".join(gap_tensors)
     variants = [
         ferry,
         Variant(EAGER, python_timer(op.eager, ctx.sync, **names), note=op.eager_text),
-        Variant(GAP, python_timer(f"noop({noop_args})", ctx.sync, noop=torchferry.ops.noop, **tensors),
+        Variant(GAP, python_timer(f"noop({noop_args})", ctx.sync, noop=torchferry.ops.noop, **gap_tensors),
                 note=f"ops.noop({noop_args})"),
     ]
     large = shape == LARGE_SHAPE
@@ -120,9 +173,12 @@ def _case(ctx, op, dtype, shape):
         else Target(FERRY, "max_ratio", 0.5, "≤ 0.5× torch eager's time"),
         Target(GAP, "max_ns", 300, "dispatch gap ≤ 0.3 µs"),
     ]
+    if not small_op:
+        targets = targets[1:]
     numel = math.prod(shape)
+    label_shape = str(shape) + (" causal" if causal else "")
     return Case(
-        {"op": op.name, "dtype": _dtype_name(dtype), "shape": str(shape), "plugin": served_by or "none"},
+        {"op": op.name, "dtype": _dtype_name(dtype), "shape": label_shape, "plugin": served_by or "none"},
         compare(variants, ctx.settings),
         reference=EAGER,
         targets=targets,
@@ -169,5 +225,17 @@ def run(ctx):
         ctx.progress.update(f"{op.name} {_dtype_name(dtype)} {shape}", i + 1, len(todo))
         section.cases.append(_case(ctx, op, dtype, shape))
     _scaled_gap_estimates(section.cases)
-    section.notes.append("torch eager calls: " + "; ".join(f"{op.name}: `{op.eager_text}`" for op in OPS))
+    # attention: its own shapes, after the small ops (not in their count).
+    rows = QUICK_ATTENTION_ROWS if ctx.quick else ATTENTION_ROWS
+    attention = [(op, dtype, shape, causal) for op, shapes, causal in rows for dtype in DTYPES for shape in shapes]
+    for i, (op, dtype, shape, causal) in enumerate(attention):
+        ctx.progress.update(f"{op.name} {_dtype_name(dtype)} {shape}", i + 1, len(attention))
+        section.cases.append(_case(ctx, op, dtype, shape, small_op=False, causal=causal))
+    section.notes.append(
+        "torch eager calls: " + "; ".join(f"{op.name}: `{op.eager_text}`" for op in OPS + [ROTARY, SDPA])
+    )
+    section.notes.append(
+        "rotary_embedding shapes are [B, H, L, D] (cos and sin [L, D/2]); scaled_dot_product_attention "
+        "shapes are [B, H, L, S, E], held to the dispatch gap only."
+    )
     return section

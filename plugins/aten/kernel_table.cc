@@ -44,6 +44,9 @@ std::vector<OpSpec> OpSpecs() {
       {"softmax", Softmax, floats},
       {"matmul", Matmul, floats},
       {"noop", Noop, all},
+      // attention
+      {"rotary_embedding", RotaryEmbedding, floats},
+      {"scaled_dot_product_attention", Attention, floats},
   };
 }
 

@@ -26,4 +26,8 @@ void Matmul(BoundTensors& tensors, const tf_call& call);
 // Binding the views is all it does: it measures the dispatch and wrapping.
 void Noop(BoundTensors& tensors, const tf_call& call);
 
+// attention (ops_attention.cc)
+void RotaryEmbedding(BoundTensors& tensors, const tf_call& call);
+void Attention(BoundTensors& tensors, const tf_call& call);
+
 }  // namespace torchferry::aten

@@ -62,5 +62,8 @@ KernelList MatmulKernels();
 KernelList CastKernels();
 KernelList StackKernels();
 KernelList NoopKernels();
+// attention: rotary.cc, attention.cc
+KernelList RotaryKernels();
+KernelList AttentionKernels();
 
 }  // namespace torchferry::cpu

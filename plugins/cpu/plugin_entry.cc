@@ -22,9 +22,16 @@ namespace {
 const std::vector<tf_kernel>& AllKernels() {
   static const std::vector<tf_kernel> kernels = [] {
     const KernelList parts[] = {
-        ElementwiseKernels(), SiluAndMulKernels(), ReduceKernels(),
-        MatmulKernels(),      CastKernels(),       StackKernels(),
+        ElementwiseKernels(),
+        SiluAndMulKernels(),
+        ReduceKernels(),
+        MatmulKernels(),
+        CastKernels(),
+        StackKernels(),
         NoopKernels(),
+        // attention
+        RotaryKernels(),
+        AttentionKernels(),
     };
     std::vector<tf_kernel> joined;
     for (const KernelList& part : parts) {

@@ -21,5 +21,8 @@ tf_status RmsNorm(const tf_call* call);
 tf_status Softmax(const tf_call* call);
 tf_status Matmul(const tf_call* call);
 tf_status Noop(const tf_call* call);
+// attention (attention.cu)
+tf_status RotaryEmbedding(const tf_call* call);
+tf_status Attention(const tf_call* call);
 
 }  // namespace torchferry::cuda

@@ -49,3 +49,9 @@ def matmul(input: torch.Tensor, other: torch.Tensor, *, out: Optional[torch.Tens
 
 def noop(*tensors: torch.Tensor) -> None:
     """bridges every tensor and calls a kernel that reads the views and does nothing (measures dispatch)"""
+
+def rotary_embedding(input: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, interleaved: bool = False, out: Optional[torch.Tensor] = None, stream: Any = None) -> torch.Tensor:
+    """rotates input's first r of the last dim by (cos, sin) of last dim r/2: pairs (i, i + r/2), or (2i, 2i + 1) when interleaved"""
+
+def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: Optional[torch.Tensor] = None, *, is_causal: bool = False, scale: Optional[float] = None, enable_gqa: bool = False, lower_right: bool = False, out: Optional[torch.Tensor] = None, stream: Any = None) -> torch.Tensor:
+    """softmax(query @ key.mT * scale + mask) @ value, as torch's scaled_dot_product_attention without dropout; lower_right aligns the causal diagonal to the end of the keys"""

@@ -46,6 +46,65 @@ def _noop(*tensors):
     return None
 
 
+# --- attention ---
+
+
+def _rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def _rotary_embedding(input, cos, sin, *, interleaved=False):
+    """Rotate-half is transformers' apply_rotary_pos_emb, computed in float32
+    (float64 for float64).
+
+    transformers' cos and sin span the rotary dim r as two equal halves
+    (torch.cat((freqs, freqs), -1)); torchferry takes one half, so pass
+    theirs as cos[..., : r // 2] and sin[..., : r // 2]. Dims of input past r
+    pass through unchanged (partial rotary).
+    """
+    r = 2 * cos.shape[-1]
+    wide = torch.float64 if input.dtype == torch.float64 else torch.float32
+    x, c, s = input.to(wide), cos.to(wide), sin.to(wide)
+    rot, rest = x[..., :r], x[..., r:]
+    if interleaved:  # GPT-J: pairs (2i, 2i + 1)
+        a, b = rot[..., 0::2], rot[..., 1::2]
+        out = torch.stack((a * c - b * s, b * c + a * s), dim=-1).flatten(-2)
+    else:
+        out = rot * torch.cat((c, c), -1) + _rotate_half(rot) * torch.cat((s, s), -1)
+    return torch.cat((out, rest), dim=-1).to(input.dtype)
+
+
+def _scaled_dot_product_attention(
+    query,
+    key,
+    value,
+    attn_mask=None,
+    *,
+    is_causal=False,
+    scale=None,
+    enable_gqa=False,
+    lower_right=False,
+):
+    """torch's scaled_dot_product_attention (no dropout) in float32 for the
+    16-bit dtypes; lower_right is torch.nn.attention.bias.causal_lower_right
+    (key j is kept for query i when j <= i + S - L)."""
+    if lower_right:
+        if not is_causal:
+            raise ValueError("lower_right=True needs is_causal=True")
+        L, S = query.shape[-2], key.shape[-2]
+        attn_mask = torch.ones(L, S, dtype=torch.bool, device=query.device).tril(S - L)
+        is_causal = False
+    wide = query.dtype in (torch.float16, torch.bfloat16)
+    q, k, v = (t.float() if wide else t for t in (query, key, value))
+    if wide and attn_mask is not None and attn_mask.dtype != torch.bool:
+        attn_mask = attn_mask.float()
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa
+    )
+    return out.to(query.dtype)
+
+
 REFERENCES = {
     "abs": torch.abs,
     "neg": torch.neg,
@@ -61,4 +120,7 @@ REFERENCES = {
     "softmax": _softmax,
     "matmul": _matmul,
     "noop": _noop,
+    # attention
+    "rotary_embedding": _rotary_embedding,
+    "scaled_dot_product_attention": _scaled_dot_product_attention,
 }

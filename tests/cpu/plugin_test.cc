@@ -37,6 +37,8 @@ std::set<std::string> ExpectedKernels() {
   add({"exp", "silu", "silu_and_mul", "rms_norm", "softmax", "matmul"},
       kFloatDtypes);
   add({"stack", "cast", "noop"}, kAllDtypes);
+  // attention
+  add({"rotary_embedding", "scaled_dot_product_attention"}, kFloatDtypes);
   return keys;
 }
 

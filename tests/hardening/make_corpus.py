@@ -263,6 +263,32 @@ def call_body(op, dtype, layout=0):
         return mostly_float(dtype) + bytes([2, 3, 4, 0, 0, 1, 1]) + layout_bytes(layout) + bytes([1]) + layout_bytes()
     if op == "noop":
         return bytes([2]) + (bytes([dtype]) + x) * 2
+    # attention
+    if op == "rotary_embedding":  # x [3, 4], cos and sin [3, 2], interleaved
+        # cos: no shrink, keep every dim, not random; sin: not random, x's dtype
+        return (
+            mostly_float(dtype)
+            + bytes([2, 2, 3])
+            + layout_bytes(layout)
+            + bytes([0, 0, 0, 1])
+            + layout_bytes()
+            + bytes([1, 1])
+            + layout_bytes()
+            + bytes([1, 1])
+        )
+    if op == "scaled_dot_product_attention":  # [2, 3, 4, 4] x [2, 3, 5, 4], bool mask
+        dims = bytes([1, 2, 3, 4, 3, 1, 1, 1, 1])  # b h l s e, no GQA group, Ev = E, 4-D
+        mask = bytes([0, 1, 1, 1]) + layout_bytes()  # a [1, 4, 5] bool mask
+        return (
+            mostly_float(dtype)
+            + dims
+            + layout_bytes(layout)
+            + layout_bytes()
+            + bytes([1])
+            + layout_bytes()
+            + mask
+            + bytes([0, 1, 1, 0])
+        )
     raise ValueError(f"no seed recipe for op {op}; add one to call_body")
 
 

@@ -375,6 +375,87 @@ CASES = [
         ("kernel for bool",),
         or_result=lambda: torch.mul(torch.tensor([True, False]), torch.tensor([True, True])),
     ),
+    # attention: rotary_embedding and scaled_dot_product_attention
+    Case("rotary_0dim", lambda: ops.rotary_embedding(torch.tensor(1.0), x4(), x4()), ValueError, ("0-dim",)),
+    Case(
+        "rotary_wide_cos",
+        lambda: ops.rotary_embedding(make((2, 8)), make((2, 5)), make((2, 5))),
+        ValueError,
+        ("at most half input's last dim 8", "got 5"),
+    ),
+    Case(
+        "rotary_cos_leading",
+        lambda: ops.rotary_embedding(make((2, 3, 8)), make((4, 4)), make((4, 4))),
+        ValueError,
+        ("broadcast to input's leading dims [2, 3]", "[4, 4]"),
+    ),
+    Case("rotary_sin_shape", lambda: ops.rotary_embedding(make((2, 8)), make((2, 4)), make((2, 3))), ValueError, ("sin",)),
+    Case("rotary_int", lambda: ops.rotary_embedding(make((2, 8), I32), make((2, 4), I32), make((2, 4), I32)), TypeError, ("floating-point",)),
+    Case("rotary_cos_dtype", lambda: ops.rotary_embedding(make((2, 8)), make((2, 4), F64), make((2, 4), F64)), TypeError, ("cos", "float64")),
+    Case("rotary_cos_none", lambda: ops.rotary_embedding(make((2, 8)), None, make((2, 4))), TypeError, ("cos",)),
+    Case(
+        "rotary_out_is_cos",
+        lambda: (lambda c: ops.rotary_embedding(c, c[:, :2], c[:, :2], out=c))(make((2, 4))),
+        ValueError,
+        ("rotary_embedding()", "cos"),
+    ),
+    Case("sdpa_1d", lambda: ops.scaled_dot_product_attention(x4(), x4(), x4()), ValueError, ("at least 2 dims",)),
+    Case(
+        "sdpa_head_dim",
+        lambda: ops.scaled_dot_product_attention(make((1, 2, 3, 8)), make((1, 2, 5, 7)), make((1, 2, 5, 8))),
+        ValueError,
+        ("E = 8",),
+    ),
+    Case(
+        "sdpa_gqa_heads",
+        lambda: ops.scaled_dot_product_attention(make((1, 4, 3, 8)), make((1, 3, 5, 8)), make((1, 3, 5, 8)), enable_gqa=True),
+        ValueError,
+        ("Hq = 4", "key's 3"),
+    ),
+    Case(
+        "sdpa_mask_and_causal",
+        lambda: ops.scaled_dot_product_attention(
+            make((1, 2, 3, 8)), make((1, 2, 5, 8)), make((1, 2, 5, 8)), torch.ones(3, 5, dtype=torch.bool), is_causal=True
+        ),
+        ValueError,
+        ("either attn_mask or is_causal",),
+    ),
+    Case(
+        "sdpa_mask_int",
+        lambda: ops.scaled_dot_product_attention(make((1, 2, 3, 8)), make((1, 2, 5, 8)), make((1, 2, 5, 8)), make((3, 5), I32)),
+        TypeError,
+        ("attn_mask of dtype bool", "int32"),
+    ),
+    Case(
+        "sdpa_mask_shape",
+        lambda: ops.scaled_dot_product_attention(make((1, 2, 3, 8)), make((1, 2, 5, 8)), make((1, 2, 5, 8)), make((4, 5))),
+        ValueError,
+        ("broadcasts to the scores' [1, 2, 3, 5]", "[4, 5]"),
+    ),
+    Case(
+        "sdpa_lower_right_alone",
+        lambda: ops.scaled_dot_product_attention(make((1, 2, 3, 8)), make((1, 2, 5, 8)), make((1, 2, 5, 8)), lower_right=True),
+        ValueError,
+        ("needs is_causal=True",),
+    ),
+    Case(
+        "sdpa_scale_str",
+        lambda: ops.scaled_dot_product_attention(make((1, 2, 3, 8)), make((1, 2, 5, 8)), make((1, 2, 5, 8)), scale="x"),
+        TypeError,
+        ("scale", "str"),
+    ),
+    Case(
+        "sdpa_out_is_query",
+        lambda: (lambda q: ops.scaled_dot_product_attention(q, make((1, 2, 5, 8)), make((1, 2, 5, 8)), out=q))(make((1, 2, 3, 8))),
+        ValueError,
+        ("scaled_dot_product_attention()", "query"),
+    ),
+    Case(
+        "sdpa_value_dtype",
+        lambda: ops.scaled_dot_product_attention(make((1, 2, 3, 8)), make((1, 2, 5, 8)), make((1, 2, 5, 8), F64)),
+        TypeError,
+        ("value", "float64"),
+    ),
     # the Python API around the ops
     Case("set_path_bogus", lambda: bridge.set_path("bogus"), ValueError, ("unknown bridge path 'bogus'",)),
     Case("kernel_for_unknown_op", lambda: plugins.kernel_for("nope", "cpu", "float32"), ValueError, ("unknown op 'nope'",)),

@@ -28,6 +28,9 @@ def plain_call(name):
         "mul": ((x, torch.randn(8)), {}),
         "clamp": ((x,), {"min": -0.5, "max": 0.5}),
         "noop": ((x, x), {}),
+        # attention
+        "rotary_embedding": ((x, torch.randn(3, 3), torch.randn(3, 3)), {"interleaved": True}),
+        "scaled_dot_product_attention": ((x, torch.randn(5, 8), torch.randn(5, 8)), {"is_causal": True}),
     }
     return calls.get(name, ((x,), {}))
 

@@ -79,8 +79,8 @@ uint16_t HalfBits(float f) {  // exact for the small quarters we generate
   return static_cast<uint16_t>(sign | (e << 10) | m);
 }
 
-// Same rule as the bridge's (core/bridge_internal.h): row-major compact, size-1 dims
-// ignored, zero elements compact.
+// Same rule as the bridge's (core/bridge_internal.h): row-major compact, size-1
+// dims ignored, zero elements compact.
 uint32_t ContiguityFlag(int ndim, const int64_t* shape,
                         const int64_t* strides) {
   int64_t expected = 1;
@@ -596,6 +596,51 @@ void Call::Build() {
       values_[0] = Input(Tensor(as, dtype));
       const DtypeIndex other = in_.Pick(16) == 0 ? AnyDtype() : dtype;
       values_[1] = Input(Tensor(bs, other));
+      break;
+    }
+    // --- attention ---
+    case Geometry::kRotary: {
+      const DtypeIndex dtype = MostlyFloat();
+      std::vector<int64_t> shape = Shape(std::max(1, Rank()));
+      Operand* x = Tensor(shape, dtype);
+      values_[0] = Input(x);
+      // cos/sin: mostly [..., h] with x's trailing leading dims, h <= D / 2.
+      std::vector<int64_t> cs(x->shape.begin(), x->shape.end());
+      cs.back() = cs.back() / 2 - static_cast<int64_t>(in_.Pick(2));
+      if (cs.back() < 0) cs.back() = 0;
+      if (cs.size() > 1 && in_.Bit()) cs.erase(cs.begin());
+      if (cs.size() > 1 && in_.Bit()) cs[0] = 1;
+      if (in_.Pick(16) == 0) cs = Shape(Rank());
+      values_[1] = Input(Tensor(cs, dtype));
+      if (in_.Pick(16) == 0) cs = Shape(Rank());
+      values_[2] = Input(Tensor(cs, in_.Pick(16) == 0 ? AnyDtype() : dtype));
+      if (in_.Bit()) values_[3] = Keep(PyBool_FromLong(in_.Bit()));
+      break;
+    }
+    case Geometry::kAttention: {
+      const DtypeIndex dtype = MostlyFloat();
+      const int64_t b = Dim(), h = Dim(), l = Dim(), s = Dim(), e = Dim();
+      const int64_t group = in_.Bit() ? 1 : 1 + in_.Pick(3);
+      std::vector<int64_t> qs = {b, h * group, l, e};
+      std::vector<int64_t> ks = {b, h, s, e};
+      std::vector<int64_t> vs = {b, h, s, in_.Bit() ? e : Dim()};
+      if (in_.Pick(8) == 0) qs.erase(qs.begin());
+      if (in_.Pick(16) == 0) ks = Shape(Rank());
+      values_[0] = Input(Tensor(qs, dtype));
+      values_[1] = Input(Tensor(ks, dtype));
+      values_[2] = Input(Tensor(vs, in_.Pick(16) == 0 ? AnyDtype() : dtype));
+      if (in_.Pick(3) == 0) {
+        std::vector<int64_t> ms = {l, s};
+        if (in_.Bit()) ms.insert(ms.begin(), 1);
+        if (in_.Pick(16) == 0) ms = Shape(Rank());
+        const DtypeIndex mask_dtype =
+            in_.Bit() ? kBool : (in_.Pick(8) == 0 ? AnyDtype() : dtype);
+        values_[3] = Input(Tensor(ms, mask_dtype));
+      }
+      if (in_.Bit()) values_[4] = Keep(PyBool_FromLong(in_.Bit()));
+      if (in_.Pick(4) == 0) values_[5] = Keep(PyFloat_FromDouble(0.125));
+      if (group > 1 || in_.Pick(8) == 0) values_[6] = Keep(PyBool_FromLong(1));
+      if (in_.Bit()) values_[7] = Keep(PyBool_FromLong(in_.Bit()));
       break;
     }
     case Geometry::kNoop:

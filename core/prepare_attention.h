@@ -1,0 +1,17 @@
+// The preparation rules of rotary_embedding and scaled_dot_product_attention
+// (core/prepare_attention.cc); PrepareFor (core/prepare.cc) hands them out.
+#pragma once
+
+#include "core/call_frame.h"
+#include "core/py_args.h"
+
+namespace torchferry {
+
+struct OpFunction;
+
+bool PrepareRotary(const OpFunction& fn, const ParsedArgs& args,
+                   CallFrame& frame);
+bool PrepareAttention(const OpFunction& fn, const ParsedArgs& args,
+                      CallFrame& frame);
+
+}  // namespace torchferry

@@ -1,0 +1,301 @@
+// scaled_dot_product_attention, one query row at a time with an online
+// softmax (flash-attention style): keys are scored in blocks, the running
+// maximum and sum are rescaled as each block raises the maximum, and the
+// output row accumulates p * v in the accumulate type. Memory is O(E + Ev)
+// per row, whatever L and S are. A row that keeps no key (a fully masked row,
+// or a causal row before the first key) is 0, as in torch.
+//
+// The hot loops (q . k over E, acc += p * v over Ev) run on unit-stride
+// arrays: float32 rows are read in place, other rows are widened into stack
+// buffers first; the AVX2 instantiation is chosen at run time (isa.h).
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <new>
+#include <type_traits>
+
+#include "call.h"
+#include "convert.h"
+#include "dtype.h"
+#include "isa.h"
+#include "kernel_table.h"
+#include "vmath.h"
+
+namespace torchferry::cpu {
+namespace {
+
+constexpr int64_t kKeyBlock = 64;
+
+// What one query row needs: its keys and values, strides in elements.
+template <typename T>
+struct RowArgs {
+  const T* q;  // the query row
+  int64_t q_step;
+  const T* k;  // key 0 of the kv head
+  int64_t k_row, k_step;
+  const T* v;
+  int64_t v_row, v_step;
+  const T* mask;        // T-typed additive mask row, or nullptr
+  const uint8_t* keep;  // bool mask row, or nullptr
+  int64_t mask_step;
+  T* out;
+  int64_t out_step;
+  int64_t keys;  // keys this row may see (causal limit applied)
+  int64_t e, ev;
+  double scale;
+};
+
+// Scratch of one call: the widened query, key and value rows, the output
+// accumulator and one block of scores.
+template <typename A>
+struct Scratch {
+  A* q;
+  A* k;
+  A* v;
+  A* acc;
+  A scores[kKeyBlock];
+};
+
+// `n` elements of `p` (stride `step`) in the accumulate type: `p` itself
+// when it already is one and unit-stride, else widened into `buf`.
+template <typename Isa, typename T, typename A>
+inline const A* RowOf(const T* p, int64_t step, int64_t n, A* buf) {
+  if constexpr (std::is_same_v<T, A>) {
+    if (step == 1) return p;
+  }
+  if constexpr (kBlocked<T>) {
+    if (step == 1) {
+      WidenBlock<Isa>(p, buf, n);
+      return buf;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<A>(Load(p[i * step]));
+  return buf;
+}
+
+// a . b over n, in 16 float32 lanes (two Float8 values) so that it
+// vectorises without the compiler reassociating on its own.
+inline float Dot(const float* a, const float* b, int64_t n) {
+  Float8 lanes[2] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    Float8 a0, a1, b0, b1;
+    std::memcpy(&a0, a + i, sizeof a0);
+    std::memcpy(&a1, a + i + 8, sizeof a1);
+    std::memcpy(&b0, b + i, sizeof b0);
+    std::memcpy(&b1, b + i + 8, sizeof b1);
+    lanes[0] += a0 * b0;
+    lanes[1] += a1 * b1;
+  }
+  float sum = 0;
+  for (; i < n; ++i) sum += a[i] * b[i];
+  for (int l = 0; l < 8; ++l) sum += lanes[0][l] + lanes[1][l];
+  return sum;
+}
+inline double Dot(const double* a, const double* b, int64_t n) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+template <typename A>
+inline void Axpy(A* __restrict acc, const A* __restrict v, A p, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] += p * v[i];
+}
+template <typename A>
+inline void Scale(A* acc, A factor, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] *= factor;
+}
+
+template <typename Isa, typename T, typename A>
+inline void AttendRow(const RowArgs<T>& r, Scratch<A>& w) {
+  constexpr A kNegInf = -std::numeric_limits<A>::infinity();
+  const A* q = RowOf<Isa>(r.q, r.q_step, r.e, w.q);
+  for (int64_t i = 0; i < r.ev; ++i) w.acc[i] = 0;
+  A max = kNegInf;
+  A sum = 0;
+  const A scale = static_cast<A>(r.scale);
+  for (int64_t j0 = 0; j0 < r.keys; j0 += kKeyBlock) {
+    const int64_t len = r.keys - j0 < kKeyBlock ? r.keys - j0 : kKeyBlock;
+    A block_max = kNegInf;
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t key = j0 + j;
+      A s;
+      if (r.keep != nullptr && r.keep[key * r.mask_step] == 0) {
+        s = kNegInf;
+      } else {
+        const A* k = RowOf<Isa>(r.k + key * r.k_row, r.k_step, r.e, w.k);
+        s = Dot(q, k, r.e) * scale;
+        if (r.mask != nullptr)
+          s += static_cast<A>(Load(r.mask[key * r.mask_step]));
+      }
+      w.scores[j] = s;
+      block_max = s > block_max ? s : block_max;  // NaN poisons the sum
+    }
+    if (block_max == kNegInf) continue;  // every key of the block masked
+    if (block_max > max) {
+      const A correction = ExpOf(max - block_max);  // 0 for the first block
+      Scale(w.acc, correction, r.ev);
+      sum *= correction;
+      max = block_max;
+    }
+    for (int64_t j = 0; j < len; ++j) {
+      const A p = ExpOf(w.scores[j] - max);
+      if (p == 0) continue;  // masked, or too small to count
+      sum += p;
+      const A* v = RowOf<Isa>(r.v + (j0 + j) * r.v_row, r.v_step, r.ev, w.v);
+      Axpy(w.acc, v, p, r.ev);
+    }
+  }
+  // No key kept: torch (2.5 and later) gives 0, not NaN.
+  const A inv = sum > 0 || sum != sum ? A{1} / sum : A{0};
+  for (int64_t i = 0; i < r.ev; ++i) {
+    r.out[i * r.out_step] = Store<T>(static_cast<ComputeOf<T>>(w.acc[i] * inv));
+  }
+}
+
+template <typename T, typename A>
+TF_CPU_FLATTEN void AttendRowBase(const RowArgs<T>& r, Scratch<A>& w) {
+  AttendRow<BaselineIsa>(r, w);
+}
+template <typename T, typename A>
+TF_CPU_AVX2 TF_CPU_FLATTEN void AttendRowAvx2(const RowArgs<T>& r,
+                                              Scratch<A>& w) {
+  AttendRow<Avx2Isa>(r, w);
+}
+
+struct Attention {
+  static constexpr const char* kName = "scaled_dot_product_attention";
+  template <typename T>
+  static tf_status Run(const tf_call* call) {
+    if (tf_status st = CheckArity(call, kName, 4, 2, 1); st != TF_OK) {
+      return st;
+    }
+    using A = AccumulateOf<T>;
+    const tf_tensor& q = TensorArg(call->inputs, 0);
+    const tf_tensor& k = TensorArg(call->inputs, 1);
+    const tf_tensor& v = TensorArg(call->inputs, 2);
+    const tf_tensor* mask = call->inputs[3].kind == TF_ARG_TENSOR
+                                ? call->inputs[3].value.tensor
+                                : nullptr;
+    const tf_tensor& out = call->outputs[0];
+    const int n = q.ndim;
+    if (n < 3 || k.ndim != n || v.ndim != n || out.ndim != n ||
+        (mask != nullptr && mask->ndim != n) || n - 3 > kMaxRank) {
+      return Fail(call, TF_ERROR_INVALID_ARGUMENT,
+                  "scaled_dot_product_attention: expected q, k, v, mask and "
+                  "out of one rank from 3 to %d, found %d, %d, %d and %d",
+                  kMaxRank + 3, q.ndim, k.ndim, v.ndim, out.ndim);
+    }
+    const int64_t heads = out.shape[n - 3], kv_heads = k.shape[n - 3];
+    const int64_t L = q.shape[n - 2], E = q.shape[n - 1];
+    const int64_t S = k.shape[n - 2], Ev = v.shape[n - 1];
+    if (kv_heads == 0 || heads % kv_heads != 0) {
+      return Fail(call, TF_ERROR_INVALID_ARGUMENT,
+                  "scaled_dot_product_attention: expected query heads a "
+                  "multiple of key heads, found %lld and %lld",
+                  static_cast<long long>(heads),
+                  static_cast<long long>(kv_heads));
+    }
+    const int64_t group = heads / kv_heads;
+    const int64_t causal = call->attrs[0].value.i;
+    const double scale = call->attrs[1].value.f;
+    const bool bool_mask = mask != nullptr && mask->dtype.code == TF_DTYPE_BOOL;
+
+    // Scratch: on the stack for the usual head sizes, else one allocation.
+    constexpr int64_t kStackHead = 256;
+    const bool on_stack = E <= kStackHead && Ev <= kStackHead;
+    const int64_t e_room = on_stack ? kStackHead : E;
+    const int64_t ev_room = on_stack ? kStackHead : Ev;
+    A stack[4 * kStackHead];
+    std::unique_ptr<A[]> heap;
+    if (!on_stack) {
+      heap.reset(new (std::nothrow) A[2 * (E + Ev)]);
+      if (!heap) {
+        return Fail(call, TF_ERROR_OUT_OF_MEMORY,
+                    "scaled_dot_product_attention: no memory for the scratch "
+                    "rows (E = %lld, Ev = %lld)",
+                    static_cast<long long>(E), static_cast<long long>(Ev));
+      }
+    }
+    Scratch<A> w;
+    w.q = on_stack ? stack : heap.get();
+    w.k = w.q + e_room;
+    w.v = w.k + e_room;
+    w.acc = w.v + ev_room;
+
+    const T* qd = DataOf<const T>(q);
+    const T* kd = DataOf<const T>(k);
+    const T* vd = DataOf<const T>(v);
+    const T* md =
+        mask != nullptr && !bool_mask ? DataOf<const T>(*mask) : nullptr;
+    const uint8_t* keep = bool_mask ? DataOf<const uint8_t>(*mask) : nullptr;
+    T* od = DataOf<T>(out);
+    const bool avx2 = UseAvx2();
+
+    // The batch dims, walked as one linear index.
+    const int batch_dims = n - 3;
+    int64_t batch = 1;
+    for (int d = 0; d < batch_dims; ++d) batch *= out.shape[d];
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t off_q = 0, off_k = 0, off_v = 0, off_m = 0, off_o = 0;
+      for (int64_t d = batch_dims - 1, rest = b; d >= 0; --d) {
+        const int64_t i = rest % out.shape[d];
+        rest /= out.shape[d];
+        off_q += i * q.strides[d];
+        off_k += i * k.strides[d];
+        off_v += i * v.strides[d];
+        off_o += i * out.strides[d];
+        if (mask != nullptr) off_m += i * mask->strides[d];
+      }
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t kvh = h / group;
+        RowArgs<T> r;
+        r.q_step = q.strides[n - 1];
+        r.k = kd + off_k + kvh * k.strides[n - 3];
+        r.k_row = k.strides[n - 2];
+        r.k_step = k.strides[n - 1];
+        r.v = vd + off_v + kvh * v.strides[n - 3];
+        r.v_row = v.strides[n - 2];
+        r.v_step = v.strides[n - 1];
+        r.mask_step = mask != nullptr ? mask->strides[n - 1] : 0;
+        r.out_step = out.strides[n - 1];
+        r.e = E;
+        r.ev = Ev;
+        r.scale = scale;
+        for (int64_t i = 0; i < L; ++i) {
+          r.q = qd + off_q + h * q.strides[n - 3] + i * q.strides[n - 2];
+          r.out = od + off_o + h * out.strides[n - 3] + i * out.strides[n - 2];
+          const int64_t m_row =
+              mask != nullptr
+                  ? off_m + h * mask->strides[n - 3] + i * mask->strides[n - 2]
+                  : 0;
+          r.mask = md != nullptr ? md + m_row : nullptr;
+          r.keep = keep != nullptr ? keep + m_row : nullptr;
+          // Causal: keys up to i (top-left) or i + S - L (lower-right).
+          int64_t keys = S;
+          if (causal != 0) {
+            const int64_t last = causal == 1 ? i : i + S - L;
+            keys = last + 1 < S ? (last + 1 > 0 ? last + 1 : 0) : S;
+          }
+          r.keys = keys;
+          if (avx2) {
+            AttendRowAvx2(r, w);
+          } else {
+            AttendRowBase(r, w);
+          }
+        }
+      }
+    }
+    return TF_OK;
+  }
+};
+
+constexpr auto kTable = KernelsFor<Attention>(FloatTypes{});
+
+}  // namespace
+
+KernelList AttentionKernels() { return {kTable.data(), kTable.size()}; }
+
+}  // namespace torchferry::cpu
