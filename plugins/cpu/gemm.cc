@@ -1,0 +1,69 @@
+// BLIS's typed API (bli_?gemm) takes a row and a column stride for each
+// operand, so every layout torch hands over (row- or column-major, a
+// transposed view such as weight.t(), a sliced view) goes to BLIS without a
+// copy; BLIS packs what it needs itself.
+#include "gemm.h"
+
+#include <blis.h>
+
+namespace torchferry::cpu {
+namespace {
+
+// BLIS checks that strides describe a matrix that does not overlap itself
+// and aborts the process otherwise; a dim of size 1 may carry any stride in
+// torch (its stride is never used), so it is given one BLIS accepts. Zero,
+// negative and self-overlapping strides (a read-only view may have them) are
+// left to the caller's loop.
+bool Canonical(GemmOperand s, int64_t rows, int64_t cols, inc_t* rs,
+               inc_t* cs) {
+  int64_t r = s.rows;
+  int64_t c = s.cols;
+  if (rows == 1 && cols == 1) {
+    r = 1;
+    c = 1;
+  } else if (rows == 1) {
+    r = c * cols;
+  } else if (cols == 1) {
+    c = r * rows;
+  }
+  if (r <= 0 || c <= 0) return false;
+  const bool row_major = c == 1 && (r >= cols || rows == 1);
+  const bool col_major = r == 1 && (c >= rows || cols == 1);
+  const bool general = r >= c * cols || c >= r * rows;
+  if (!row_major && !col_major && !general) return false;
+  *rs = static_cast<inc_t>(r);
+  *cs = static_cast<inc_t>(c);
+  return true;
+}
+
+template <typename T, typename Fn>
+bool Run(Fn fn, const T* a, GemmOperand as, const T* b, GemmOperand bs, T* c,
+         GemmOperand cs, int64_t m, int64_t k, int64_t n) {
+  inc_t rsa, csa, rsb, csb, rsc, csc;
+  if (!Canonical(as, m, k, &rsa, &csa) || !Canonical(bs, k, n, &rsb, &csb) ||
+      !Canonical(cs, m, n, &rsc, &csc)) {
+    return false;
+  }
+  T one = 1;
+  T zero = 0;
+  // BLIS's 0.9 API takes non-const pointers to its inputs; it only reads
+  // them.
+  fn(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, static_cast<dim_t>(m),
+     static_cast<dim_t>(n), static_cast<dim_t>(k), &one, const_cast<T*>(a), rsa,
+     csa, const_cast<T*>(b), rsb, csb, &zero, c, rsc, csc);
+  return true;
+}
+
+}  // namespace
+
+bool Gemm(const float* a, GemmOperand as, const float* b, GemmOperand bs,
+          float* c, GemmOperand cs, int64_t m, int64_t k, int64_t n) {
+  return Run(&bli_sgemm, a, as, b, bs, c, cs, m, k, n);
+}
+
+bool Gemm(const double* a, GemmOperand as, const double* b, GemmOperand bs,
+          double* c, GemmOperand cs, int64_t m, int64_t k, int64_t n) {
+  return Run(&bli_dgemm, a, as, b, bs, c, cs, m, k, n);
+}
+
+}  // namespace torchferry::cpu

@@ -1,0 +1,94 @@
+"""matmul on the CPU plugin's GEMM (BLIS for float32 and float64, the panel
+kernel for narrow contiguous float32 b, float16 and bfloat16, and the
+strides BLIS refuses): every layout of each operand and of out, against
+torch, around the width where the choice between them changes."""
+
+import math
+
+import pytest
+import torch
+
+from torchferry import ops
+from conftest import assert_matches, cpu_kernel_dtypes, dtype_id, make
+
+
+def dtypes():
+    return [pytest.param(d, id=dtype_id(d)) for d in cpu_kernel_dtypes("matmul")]
+
+
+def _b(layout, k, n, dtype):
+    """A [k, n] operand in `layout`."""
+    if layout == "contiguous":
+        return make((k, n), dtype)
+    if layout == "weight_t":  # nn.Linear's weight [n, k], read transposed
+        return make((n, k), dtype).t()
+    if layout == "rows_sliced":
+        return make((2 * k, n), dtype)[::2]
+    if layout == "cols_sliced":
+        return make((k, 2 * n), dtype)[:, ::2]
+    if layout == "column_expanded":  # stride 0 along n
+        return make((k, 1), dtype).expand(k, n)
+    if layout == "self_overlapping":  # b[p, j] = v[p + j]: strides (1, 1)
+        return make((k + n,), dtype).as_strided((k, n), (1, 1))
+    raise AssertionError(layout)
+
+
+B_LAYOUTS = ["contiguous", "weight_t", "rows_sliced", "cols_sliced", "column_expanded", "self_overlapping"]
+
+
+@pytest.mark.parametrize("n", [1, 16, 128, 129, 256])
+@pytest.mark.parametrize("m", [1, 8, 33])
+@pytest.mark.parametrize("layout", B_LAYOUTS)
+@pytest.mark.parametrize("dtype", dtypes())
+def test_every_b_layout(dtype, layout, m, n):
+    k = 67
+    a = (make((m, k)) / math.sqrt(k)).to(dtype)
+    b = _b(layout, k, n, dtype)
+    assert_matches(ops.matmul(a, b), torch.matmul(a, b), reduce=True)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "strided", "row_expanded", "one_row_any_stride"])
+@pytest.mark.parametrize("dtype", dtypes())
+def test_every_a_layout(dtype, layout):
+    m, k, n = 9, 40, 300
+    if layout == "transposed":
+        a = make((k, m), dtype).t()
+    elif layout == "strided":
+        a = make((m, 3 * k), dtype)[:, ::3]
+    elif layout == "row_expanded":  # stride 0 along m
+        a = make((1, k), dtype).expand(m, k)
+    else:  # a size-1 dim carries any stride; BLIS must be given one it takes
+        a = make((k, 5), dtype)[:, :1].t()
+    w = make((n, k), dtype).t()
+    assert_matches(ops.matmul(a, w), torch.matmul(a, w), reduce=True)
+
+
+@pytest.mark.parametrize("dtype", dtypes())
+def test_out_transposed_and_sliced(dtype):
+    a = make((7, 50), dtype) / math.sqrt(50)
+    w = make((300, 50), dtype).t()
+    out = torch.empty(300, 7, dtype=dtype).t()
+    ops.matmul(a, w, out=out)
+    assert_matches(out, torch.matmul(a, w), reduce=True)
+    wide = torch.full((7, 600), 5.0, dtype=dtype)
+    ops.matmul(a, w, out=wide[:, ::2])
+    assert_matches(wide[:, ::2], torch.matmul(a, w), reduce=True)
+    assert torch.all(wide[:, 1::2] == 5.0)  # the columns between are untouched
+
+
+@pytest.mark.parametrize("dtype", dtypes())
+def test_batched_with_a_shared_weight_t(dtype):
+    a = make((3, 5, 64), dtype) / 8
+    w = make((200, 64), dtype).t()
+    assert_matches(ops.matmul(a, w), torch.matmul(a, w), reduce=True)
+    per_batch = make((3, 200, 64), dtype).transpose(1, 2)
+    assert_matches(ops.matmul(a, per_batch), torch.matmul(a, per_batch), reduce=True)
+
+
+def test_decode_shapes_float32():
+    # One and eight rows against the square weights of a decode step, the
+    # shapes the GEMM was chosen for.
+    for m, k in [(1, 256), (8, 256), (1, 1024), (8, 1024)]:
+        a = make((m, k)) / math.sqrt(k)
+        for b in (make((k, k)), make((k, k)).t()):
+            assert_matches(ops.matmul(a, b), torch.matmul(a, b), reduce=True)
