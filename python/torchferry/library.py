@@ -387,7 +387,17 @@ def _when_dynamo_loads(callback):
 
 def _register_all():
     for schema in _ops.schemas():
-        _register(_Op(schema))
+        try:
+            _register(_Op(schema))
+        except RuntimeError as e:
+            # A declared schema torch's parser refuses costs that op its
+            # torch.compile form, never the import or the other ops.
+            warnings.warn(
+                f"torchferry.library: op {schema['name']} is not a torch custom op ({e}); "
+                "compiled code that calls it fails",
+                RuntimeWarning,
+                stacklevel=2,
+            )
     _when_dynamo_loads(_substitute_all)
 
 
