@@ -120,6 +120,16 @@ const KernelEntry* Dispatcher::Find(OpId op, const tf_device& device,
   return slot.entry;
 }
 
+bool RaiseNoKernel(const char* op, const tf_device& device, DtypeIndex dtype) {
+  return RaiseError(
+      PyExc_NotImplementedError,
+      fmt::format("{}(): no loaded plugin has a kernel for {} on {}; "
+                  "`python -m torchferry info` lists the kernels "
+                  "and skipped plugins",
+                  op, Dtype(dtype).name,
+                  device.device_type == TF_DEVICE_CUDA ? "cuda" : "cpu"));
+}
+
 PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
   const char* name = Function(op).name.c_str();
   static const tf_device kCpu = {TF_DEVICE_CPU, 0};
@@ -127,13 +137,7 @@ PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
   const DtypeIndex dtype = f.dispatch_ref ? f.dispatch_ref->dtype : kFloat32;
   const KernelEntry* kernel = Find(op, device, dtype);
   if (kernel == nullptr) {
-    RaiseError(
-        PyExc_NotImplementedError,
-        fmt::format("{}(): no loaded plugin has a kernel for {} on {}; "
-                    "`python -m torchferry info` lists the kernels "
-                    "and skipped plugins",
-                    name, Dtype(dtype).name,
-                    device.device_type == TF_DEVICE_CUDA ? "cuda" : "cpu"));
+    RaiseNoKernel(name, device, dtype);
     return nullptr;
   }
   if (f.out_ref != nullptr &&

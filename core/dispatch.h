@@ -63,4 +63,7 @@ class Dispatcher {
   const Registry* registry_ = nullptr;
 };
 
+// The NotImplementedError of a call no loaded plugin serves; returns false.
+bool RaiseNoKernel(const char* op, const tf_device& device, DtypeIndex dtype);
+
 }  // namespace torchferry

@@ -10,6 +10,7 @@
 #include "core/bridge.h"
 #include "core/checks.h"
 #include "core/dispatch.h"
+#include "core/infer_spec.h"
 #include "core/op_functions.h"
 #include "core/out_alloc.h"
 #include "core/py_errors.h"
@@ -280,6 +281,11 @@ PyObject* KernelFor(PyObject*, PyObject* args) {
   return nullptr;
 }
 
+PyObject* Infer(PyObject*, PyObject* args) {
+  if (!EnsureInitialized()) return nullptr;
+  return InferSpec(*g_registry, args);
+}
+
 PyObject* SetPluginOption(PyObject*, PyObject* args) {
   const char *plugin, *key, *value;
   if (!PyArg_ParseTuple(args, "sss", &plugin, &key, &value)) return nullptr;
@@ -346,6 +352,7 @@ PyMethodDef g_methods[] = {
     {"_skipped", TF_CFUNC(Skipped), METH_NOARGS, nullptr},
     {"_shadowed", TF_CFUNC(Shadowed), METH_NOARGS, nullptr},
     {"_kernel_for", TF_CFUNC(KernelFor), METH_VARARGS, nullptr},
+    {"_infer", TF_CFUNC(Infer), METH_VARARGS, nullptr},
     {"_set_plugin_option", TF_CFUNC(SetPluginOption), METH_VARARGS, nullptr},
     {"_load_seconds", TF_CFUNC(LoadSeconds), METH_NOARGS, nullptr},
     {"_schemas", TF_CFUNC(Schemas), METH_NOARGS, nullptr},

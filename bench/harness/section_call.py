@@ -1,6 +1,9 @@
 """Section 3: Python to kernel. `torchferry.ops.noop` with 1, 3 and 8 tensors
 (bridge, checks, dispatch, a kernel that reads every view) against an
-apache-tvm-ffi function taking the same tensors and reading every view."""
+apache-tvm-ffi function taking the same tensors and reading every view, and
+the two doors torch's dispatcher offers: the same op as the custom op
+`torch.ops.torchferry.noop` (what compiled graphs call) and a
+`torch.library.custom_op` that does nothing."""
 
 import torch
 
@@ -15,6 +18,22 @@ SHAPE = [8, 4096]
 COUNTS = (1, 3, 8)
 REFERENCE = "torchferry noop"
 TVM = "tvm-ffi function"
+TORCH_DOOR = "torch.ops.torchferry.noop"
+CUSTOM_OP = "custom_op doing nothing"
+
+
+def _nothing_op():
+    """A torch.library.custom_op of a tensor list that does nothing: the
+    least a call through torch's dispatcher costs."""
+    op = getattr(_nothing_op, "op", None)
+    if op is None:
+
+        @torch.library.custom_op("torchferry_bench::nothing", mutates_args=())
+        def nothing(tensors: list[torch.Tensor]) -> None:
+            return None
+
+        op = _nothing_op.op = nothing
+    return op
 
 
 def _variants(ctx, n):
@@ -32,6 +51,12 @@ def _variants(ctx, n):
         variants.append(Variant(TVM, python_timer(call, ctx.sync, f=tvm.value[n], **tensors), note=f"tvm-ffi {tvm.version}"))
     else:
         variants.append(Variant(TVM, reason=tvm.reason))
+    listed = f"f([{', '.join(tensors)}])"
+    if hasattr(torch.ops.torchferry, "noop"):
+        variants.append(Variant(TORCH_DOOR, python_timer(listed, ctx.sync, f=torch.ops.torchferry.noop, **tensors), note="torchferry.library"))
+    else:
+        variants.append(Variant(TORCH_DOOR, reason="torchferry.library did not load (see the import warning)"))
+    variants.append(Variant(CUSTOM_OP, python_timer(listed, ctx.sync, f=_nothing_op(), **tensors)))
     return variants
 
 
@@ -41,7 +66,9 @@ def run(ctx):
         "call",
         "Python to kernel",
         f"ns per call from Python; float32 tensors of shape {SHAPE}. Reference: `torchferry.ops.noop` on "
-        "the path torchferry chose; the tvm-ffi peer is a typed C++ function of as many `TensorView`s.",
+        "the path torchferry chose; the tvm-ffi peer is a typed C++ function of as many `TensorView`s; "
+        f"`{TORCH_DOOR}` is the same op through torch's dispatcher (the custom op compiled graphs call), "
+        f"`{CUSTOM_OP}` a `torch.library.custom_op` of the tensor list whose body is `return None`.",
         layout="wide",
     )
     try:

@@ -112,4 +112,19 @@ _C._init(_torch, _torch.__version__, PLUGIN_DIR)
 
 from . import bridge, ops, plugins  # noqa: E402
 
+
+def _load_library():
+    """torch.compile integration (torchferry.library). A torch that lacks an
+    API it needs gets none of it, and a warning naming the API; the eager
+    ops work regardless, and `import torchferry.library` raises the same."""
+    try:
+        from . import library  # noqa: F401
+    except ImportError as e:
+        import warnings
+
+        warnings.warn(str(e), RuntimeWarning, stacklevel=3)
+
+
+_load_library()
+
 __all__ = ["bridge", "ops", "plugins", "__version__"]

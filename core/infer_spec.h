@@ -1,0 +1,20 @@
+// torchferry._C._infer: an op's output spec from its arguments' specs,
+// through the preparation an eager call runs (a declared op's infer and the
+// host's checks of what it gave), without any tensor. torch.compile's fake
+// implementations of plugin-declared ops use it (torchferry/library.py).
+#pragma once
+
+#include <Python.h>
+
+#include "loader/loader.h"
+
+namespace torchferry {
+
+// _infer(name, device, values, out): `values` holds one value per parameter
+// of the op's Python signature, in its order, a tensor as a (shape tuple,
+// dtype name) spec; `out` is a spec or None; `device` is 'cpu' or 'cuda'.
+// Returns the output's (shape, dtype name), or None for an op without one;
+// raises what the eager call would raise for the same arguments.
+PyObject* InferSpec(const Registry& registry, PyObject* args);
+
+}  // namespace torchferry

@@ -1,0 +1,404 @@
+"""torch.compile sees torchferry: every op as a torch custom op.
+
+Each op the registry knows, built-in or declared by a plugin, is defined as
+`torch.ops.torchferry.<name>` (a declared `acme::fused_gelu` as
+`torch.ops.torchferry.acme__fused_gelu`), with its schema derived from the
+op's entry:
+
+- `<name>` (the default overload) is functional and returns a new tensor;
+- `<name>.out` takes `*, Tensor(a!) out` and returns nothing, which is what
+  torch's functionalization needs of a mutating custom op. An op whose schema
+  declares out itself (`cast`) has only that form, as its default overload.
+
+The CPU and CUDA kernels call the native function itself (torchferry.ops),
+so compiled code runs the same kernels as eager code. The fake
+implementations compute no data: a built-in op runs its reference
+(torchferry.reference) on fake tensors, so torch's own meta functions give
+its shape and dtype, symbolic ones included; a declared op asks its plugin's
+infer (torchferry._C._infer, through the checks an eager call makes).
+Declared ops' infer sees concrete sizes, so dynamic=True specializes the
+dims of their inputs.
+
+Eager calls never come here: `torchferry.ops.<name>` stays the native
+function. Dynamo, which cannot trace a C function, gets a Python substitute
+for each one (torch._dynamo.substitute_in_graph) that calls the custom op;
+the substitute exists only inside traced code.
+
+A torch that lacks one of the APIs below refuses this module at import with
+the API's name (torchferry's import then warns with it, and the eager ops
+work on); Dynamo's own is checked when torch._dynamo loads.
+"""
+
+import sys
+import warnings
+
+import torch
+
+from . import _C
+from . import ops as _ops
+from .reference import REFERENCES
+
+NAMESPACE = "torchferry"
+
+# What this module needs of torch, by dotted name; all exist from torch 2.5
+# on (the project's floor is 2.9). The last is Dynamo's, checked when
+# torch._dynamo loads (see _when_dynamo_loads).
+REQUIRED_TORCH_APIS = (
+    "torch.library.Library",
+    "torch.library.register_fake",
+    "torch._C._AutoDispatchBelowAutograd",
+)
+REQUIRED_DYNAMO_API = "torch._dynamo.substitute_in_graph"
+
+
+def _resolve(dotted):
+    obj = torch
+    for part in dotted.split(".")[1:]:
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _missing(names):
+    missing = [name for name in names if _resolve(name) is None]
+    if not missing:
+        return None
+    return (
+        f"torchferry.library needs {', '.join(missing)}, which torch {torch.__version__} "
+        "lacks; torch.compile integration is off (the eager torchferry.ops work)"
+    )
+
+
+def _check_torch():
+    names = REQUIRED_TORCH_APIS
+    if "torch._dynamo" in sys.modules:
+        names += (REQUIRED_DYNAMO_API,)
+    message = _missing(names)
+    if message:
+        raise ImportError(message)
+
+
+_check_torch()
+
+
+def torch_name(name):
+    """The custom op's name for a torchferry op: 'acme::gelu' -> 'acme__gelu'."""
+    return name.replace("::", "__")
+
+
+class _Op:
+    """What one op needs at registration and in traced code."""
+
+    def __init__(self, schema):
+        self.name = schema["name"]
+        self.torch_name = torch_name(self.name)
+        self.native = getattr(_C, self.name)
+        self.declared = schema["declared_by"] is not None
+        args = schema["args"]
+        self.variadic = "(*" in schema["signature"]  # noop(*tensors)
+        # out declared by the schema itself (cast): the op always writes it.
+        self.writes = any(a["written"] for a in args)
+        self.params = [a for a in args if not a["written"]]
+        self.positional = [a["name"] for a in self.params if not a["kwarg_only"]]
+        self.keyword = [a["name"] for a in self.params if a["kwarg_only"]]
+        self.numbers = {a["name"] for a in self.params if a["number_ok"]}
+        self.returns = schema["returns"]
+        self.signature = schema["signature"]
+        self.reference = REFERENCES.get(self.name)
+        self.packet = None  # torch.ops.torchferry.<torch_name>, once defined
+
+    def torch_schemas(self):
+        """{overload: schema text without the name}."""
+        params, star = [], False
+        for a in self.params:
+            if a["kwarg_only"] and not star:
+                params.append("*")
+                star = True
+            text = f"{a['type']}{'?' if a['optional'] else ''} {a['name']}"
+            if a["default"] is not None:
+                text += f"={a['default']}"
+            params.append(text)
+        with_out = params + ([] if star else ["*"]) + ["Tensor(a!) out"]
+        if self.writes:
+            return {"default": f"({', '.join(with_out)}) -> ()"}
+        result = "Tensor" if self.returns else "()"
+        schemas = {"default": f"({', '.join(params)}) -> {result}"}
+        if self.returns:
+            schemas["out"] = f"({', '.join(with_out)}) -> ()"
+        return schemas
+
+    def values(self, args, kwargs):
+        """The native function's parameters in order, from torch's call."""
+        return list(args) + [kwargs[n] for n in self.keyword]
+
+
+# --- kernels -----------------------------------------------------------------
+
+
+def _functional_kernel(op):
+    native = op.native
+    if op.variadic:
+        return lambda tensors: native(*tensors)
+    return native  # torch passes the schema's arguments as the native takes them
+
+
+def _out_kernel(op):
+    native = op.native
+
+    def kernel(*args, out, **kwargs):
+        native(*args, out=out, **kwargs)
+
+    return kernel
+
+
+def _tensors(values):
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            yield v
+        elif isinstance(v, (list, tuple)):
+            yield from (t for t in v if isinstance(t, torch.Tensor))
+
+
+def _autograd_kernel(op, overload, writes_out):
+    """Refuses a requires_grad tensor under grad mode as the native door
+    does (core/checks.cc CheckNoGrad), in the same words; below autograd
+    otherwise. Under torch.compile, tracing reaches this too."""
+    target = getattr(op.packet, overload)
+    who = "functions with out=... arguments don't" if writes_out else "torchferry ops don't"
+
+    def kernel(*args, **kwargs):
+        if torch.is_grad_enabled() and any(
+            t.requires_grad for t in _tensors(list(args) + list(kwargs.values()))
+        ):
+            raise RuntimeError(
+                f"{op.name}(): {who} support automatic differentiation, but one of the "
+                "arguments requires grad; call it under torch.no_grad() or pass detached "
+                "tensors"
+            )
+        with torch._C._AutoDispatchBelowAutograd():
+            return target(*args, **kwargs)
+
+    return kernel
+
+
+# --- fake implementations ----------------------------------------------------
+
+
+def _dtype_name(dtype):
+    return str(dtype).removeprefix("torch.")
+
+
+def _spec(t):
+    # Concrete sizes: a symbolic one is specialized (guarded) here.
+    return (tuple(int(d) for d in t.shape), _dtype_name(t.dtype))
+
+
+def _first_tensor(values):
+    return next(_tensors(values))
+
+
+def _infer(op, values, out):
+    first = _first_tensor(values)
+    specs = tuple(_spec(v) if isinstance(v, torch.Tensor) else v for v in values)
+    device = "cuda" if first.device.type == "cuda" else "cpu"
+    return _C._infer(op.name, device, specs, None if out is None else _spec(out))
+
+
+def _functional_fake(op):
+    if op.declared:
+
+        def fake(*args, **kwargs):
+            values = op.values(args, kwargs)
+            result = _infer(op, values, None)
+            if result is None:
+                return None
+            shape, dtype = result
+            return torch.empty(shape, dtype=getattr(torch, dtype), device=_first_tensor(values).device)
+
+        return fake
+    reference = op.reference
+    if reference is None:
+
+        def missing(*args, **kwargs):
+            raise NotImplementedError(
+                f"torchferry op {op.name} has no reference in torchferry/reference.py, "
+                "which its fake implementation runs; add one beside its op table entry"
+            )
+
+        return missing
+
+    def fake(*args, **kwargs):
+        if op.variadic:
+            reference(*args[0])
+            return None
+        result = reference(*args, **kwargs)
+        if result is None:
+            return None
+        # The host allocates its outputs contiguous (torch.empty).
+        return torch.empty(result.shape, dtype=result.dtype, device=result.device)
+
+    return fake
+
+
+def _out_fake(op):
+    if op.declared:
+
+        def fake(*args, out, **kwargs):
+            _infer(op, op.values(args, kwargs), out)  # checks out as eager does
+
+        return fake
+    if op.writes:
+        # The reference takes out= (cast): it computes on fake tensors.
+        return lambda *args, out, **kwargs: (op.reference(*args, out=out, **kwargs), None)[1]
+
+    functional = _functional_fake(op)
+
+    def fake(*args, out, **kwargs):
+        expected = functional(*args, **kwargs)
+        if expected.shape != out.shape or expected.dtype != out.dtype:
+            raise RuntimeError(
+                f"{op.name}(): expected out of shape {tuple(expected.shape)} and dtype "
+                f"{_dtype_name(expected.dtype)}, got {tuple(out.shape)} and "
+                f"{_dtype_name(out.dtype)}"
+            )
+
+    return fake
+
+
+# --- what Dynamo traces instead of the native function ------------------------
+
+
+def _number_as_tensor(value, like):
+    """A Python number standing for a tensor (ops.mul(x, 0.5)), as the native
+    door takes it: a 0-dim tensor of the other operand's dtype."""
+    if isinstance(value, (bool, int, float)):
+        return torch.full((), value, dtype=like.dtype, device=like.device)
+    return value
+
+
+def _call(op, values, out, stream):
+    """The body of every substitute: the custom op with the native door's
+    arguments, out= returned as the native function returns it."""
+    if stream is not None:
+        raise TypeError(
+            f"{op.name}(): stream= is not supported inside torch.compile; compiled code "
+            "runs on torch's current stream (use torch.cuda.stream(...))"
+        )
+    packet = op.packet
+    if op.variadic:
+        return packet.default(list(values[0]))
+    if op.numbers:
+        first = values[0]
+        values = [
+            _number_as_tensor(v, first) if a["name"] in op.numbers else v
+            for v, a in zip(values, op.params)
+        ]
+    args = values[: len(op.positional)]
+    kwargs = dict(zip(op.keyword, values[len(op.positional) :]))
+    if op.writes:
+        packet.default(*args, out=out, **kwargs)
+        return out
+    if out is None:
+        return packet.default(*args, **kwargs)
+    packet.out(*args, out=out, **kwargs)
+    return out
+
+
+def _substitute(op):
+    """A Python function with the native function's signature whose body is
+    _call: Dynamo inlines it wherever traced code calls the native one."""
+    name = op.name.rpartition("::")[2]
+    params = op.signature[len(name) + 1 : -1]
+    if op.variadic:
+        passed, out, stream = f"({params[1:]},)", "None", "None"
+    else:
+        passed = f"({', '.join(a['name'] for a in op.params)},)" if op.params else "()"
+        out, stream = "out", "stream"
+    source = f"def {name}({params}):\n    return _call(_op, {passed}, {out}, {stream})\n"
+    scope = {"_call": _call, "_op": op}
+    exec(compile(source, f"<torchferry.library {op.name}>", "exec"), scope)  # noqa: S102
+    return scope[name]
+
+
+# --- registration ------------------------------------------------------------
+
+_LIBRARY = torch.library.Library(NAMESPACE, "DEF")  # kept: dropping it unregisters
+OPS = {}  # torchferry name -> _Op
+
+
+def _register(op):
+    schemas = op.torch_schemas()
+    for overload, text in schemas.items():
+        qualified = op.torch_name if overload == "default" else f"{op.torch_name}.{overload}"
+        _LIBRARY.define(qualified + text)
+        op.packet = getattr(getattr(torch.ops, NAMESPACE), op.torch_name)
+        writes_out = overload == "out" or op.writes
+        kernel = _out_kernel(op) if writes_out else _functional_kernel(op)
+        for key in ("CPU", "CUDA"):
+            _LIBRARY.impl(qualified, kernel, key)
+        _LIBRARY.impl(qualified, _autograd_kernel(op, overload, writes_out), "Autograd")
+        fake = _out_fake(op) if writes_out else _functional_fake(op)
+        torch.library.register_fake(f"{NAMESPACE}::{qualified}", fake, lib=_LIBRARY)
+    OPS[op.name] = op
+
+
+def _substitute_all():
+    """Gives Dynamo each native function's substitute; runs once torch._dynamo
+    has loaded. A torch without the API gets a warning naming it."""
+    message = _missing((REQUIRED_DYNAMO_API,))
+    if message:
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+        return
+    for op in OPS.values():
+        torch._dynamo.substitute_in_graph(op.native)(_substitute(op))
+
+
+def _when_dynamo_loads(callback):
+    """Runs `callback` now if torch._dynamo is loaded, else right after its
+    import (torch.compile's first call imports it). Importing it here would
+    cost every `import torchferry` Dynamo's import time, several seconds on
+    a small machine."""
+    if "torch._dynamo" in sys.modules:
+        callback()
+        return
+    import importlib.abc
+    import importlib.util
+
+    class Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name != "torch._dynamo":
+                return None
+            sys.meta_path.remove(self)  # once; and find_spec below must not find us
+            spec = importlib.util.find_spec(name)
+            if spec is None or spec.loader is None:
+                return spec
+            exec_module = spec.loader.exec_module
+
+            def exec_then_register(module):
+                exec_module(module)
+                callback()
+
+            spec.loader.exec_module = exec_then_register
+            return spec
+
+    sys.meta_path.insert(0, Finder())
+
+
+def _register_all():
+    for schema in _ops.schemas():
+        try:
+            _register(_Op(schema))
+        except RuntimeError as e:
+            # A declared schema torch's parser refuses costs that op its
+            # torch.compile form, never the import or the other ops.
+            warnings.warn(
+                f"torchferry.library: op {schema['name']} is not a torch custom op ({e}); "
+                "compiled code that calls it fails",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+    _when_dynamo_loads(_substitute_all)
+
+
+_register_all()
