@@ -11,6 +11,7 @@
 #include "core/op_functions.h"
 #include "core/out_alloc.h"
 #include "core/prepare_attention.h"
+#include "core/prepare_linear.h"
 #include "core/prepare_parts.h"
 #include "core/py_errors.h"
 
@@ -780,6 +781,8 @@ PrepareFn PrepareFor(Geometry geometry) {
       return &PrepareRotary;
     case Geometry::kAttention:
       return &PrepareAttention;
+    case Geometry::kLinear:
+      return &PrepareLinear;
   }
   return nullptr;
 }

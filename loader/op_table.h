@@ -53,6 +53,8 @@ enum class Geometry : uint8_t {
   // core/prepare_attention.cc:
   kRotary,     // cos, sin: [..., r/2], broadcast to input.shape[:-1]
   kAttention,  // q, k, v, mask: torch's scaled_dot_product_attention
+  // core/prepare_linear.cc:
+  kLinear,  // input [..., K], weight [N, K] -> [..., N], as matmul's shapes
 };
 
 struct OpEntry {
@@ -165,6 +167,18 @@ inline constexpr OpEntry kOpTable[] = {
      "0, as in "
      "torch (2.5 and later). "
      "Accumulate in float32."},
+    // --- linear (core/prepare_linear.cc) ---
+    {"linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
+     DtypeRule::kFloat, AliasRule::kNone, Geometry::kLinear,
+     "input @ weight.T + bias, weight in nn.Linear's [out_features, "
+     "in_features] layout, any batch dims",
+     "inputs: x [B, M, K]; w [B, K, N], the view weight.t() of the [N, K] "
+     "weight with batch stride 0 (a matmul kernel takes it as is); bias "
+     "`TF_ARG_NONE` or [N]. out: [B, M, N]. The host views input [..., K] "
+     "and out [..., N] as [B, M, ...] (every leading dim in M when their "
+     "strides nest, else the last in M and the others in B) and refuses "
+     "leading dims that take neither. out = x @ w + bias; accumulate in at "
+     "least float32."},
 };
 
 inline constexpr size_t kNumOps = std::size(kOpTable);

@@ -47,6 +47,8 @@ std::vector<OpSpec> OpSpecs() {
       // attention
       {"rotary_embedding", RotaryEmbedding, floats},
       {"scaled_dot_product_attention", Attention, floats},
+      // linear
+      {"linear", Linear, floats},
   };
 }
 

@@ -29,5 +29,7 @@ void Noop(BoundTensors& tensors, const tf_call& call);
 // attention (ops_attention.cc)
 void RotaryEmbedding(BoundTensors& tensors, const tf_call& call);
 void Attention(BoundTensors& tensors, const tf_call& call);
+// linear (ops_linear.cc)
+void Linear(BoundTensors& tensors, const tf_call& call);
 
 }  // namespace torchferry::aten

@@ -369,7 +369,50 @@ struct Matmul {
   }
 };
 
-constexpr auto kTable = KernelsFor<Matmul>(FloatTypes{});
+// linear: matmul's shapes (core/prepare_linear.cc hands the weight over as
+// the [B, K, N] view weight.t()), so the product is matmul's, on the same
+// GEMM, and only the bias is added here, to every row.
+struct Linear {
+  static constexpr const char* kName = "linear";
+  template <typename T>
+  static tf_status Run(const tf_call* call) {
+    if (tf_status s = CheckArity(call, kName, 3, 0, 1); s != TF_OK) return s;
+    const tf_arg& bias_arg = call->inputs[2];
+    if (bias_arg.kind != TF_ARG_NONE && bias_arg.kind != TF_ARG_TENSOR) {
+      return Fail(call, TF_ERROR_INVALID_ARGUMENT,
+                  "linear: expected bias to be TF_ARG_NONE or a tensor, "
+                  "found arg kind %d",
+                  static_cast<int>(bias_arg.kind));
+    }
+    tf_call product = *call;
+    product.num_inputs = 2;
+    if (tf_status s = Matmul::Run<T>(&product); s != TF_OK) return s;
+    if (bias_arg.kind == TF_ARG_NONE) return TF_OK;
+    const tf_tensor& bias = *bias_arg.value.tensor;
+    const tf_tensor& out = call->outputs[0];
+    if (bias.ndim != 1 || bias.shape[0] != out.shape[2]) {
+      return Fail(call, TF_ERROR_INVALID_ARGUMENT,
+                  "linear: expected bias [%lld] (out's last dim), found %d "
+                  "dims",
+                  static_cast<long long>(out.shape[2]), bias.ndim);
+    }
+    const T* b = DataOf<const T>(bias);
+    T* o = DataOf<T>(out);
+    for (int64_t i = 0; i < out.shape[0]; ++i) {
+      for (int64_t r = 0; r < out.shape[1]; ++r) {
+        T* row = o + i * out.strides[0] + r * out.strides[1];
+        for (int64_t c = 0; c < out.shape[2]; ++c) {
+          T& v = row[c * out.strides[2]];
+          v = Store<T>(Load<T>(v) + Load<T>(b[c * bias.strides[0]]));
+        }
+      }
+    }
+    return TF_OK;
+  }
+};
+
+constexpr auto kTable = JoinKernels(KernelsFor<Matmul>(FloatTypes{}),
+                                    KernelsFor<Linear>(FloatTypes{}));
 
 }  // namespace
 

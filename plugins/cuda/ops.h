@@ -24,5 +24,7 @@ tf_status Noop(const tf_call* call);
 // attention (attention.cu)
 tf_status RotaryEmbedding(const tf_call* call);
 tf_status Attention(const tf_call* call);
+// linear (linear.cc)
+tf_status Linear(const tf_call* call);
 
 }  // namespace torchferry::cuda

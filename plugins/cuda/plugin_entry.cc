@@ -61,6 +61,8 @@ void BuildKernelTable() {
   // attention
   Register("rotary_embedding", &NoThrow<RotaryEmbedding>, kFloat);
   Register("scaled_dot_product_attention", &NoThrow<Attention>, kFloat);
+  // linear
+  Register("linear", &NoThrow<Linear>, kFloat);
 }
 
 tf_status Init(void* error_sink) {

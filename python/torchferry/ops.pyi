@@ -55,3 +55,6 @@ def rotary_embedding(input: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, 
 
 def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: Optional[torch.Tensor] = None, *, is_causal: bool = False, scale: Optional[float] = None, enable_gqa: bool = False, lower_right: bool = False, out: Optional[torch.Tensor] = None, stream: Any = None) -> torch.Tensor:
     """softmax(query @ key.mT * scale + mask) @ value, as torch's scaled_dot_product_attention without dropout; lower_right aligns the causal diagonal to the end of the keys"""
+
+def linear(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, *, out: Optional[torch.Tensor] = None, stream: Any = None) -> torch.Tensor:
+    """input @ weight.T + bias, weight in nn.Linear's [out_features, in_features] layout, any batch dims"""

@@ -37,6 +37,13 @@ def _matmul(input, other):
     return torch.matmul(input, other)
 
 
+def _linear(input, weight, bias=None):
+    if input.dtype in (torch.float16, torch.bfloat16):
+        b = None if bias is None else bias.float()
+        return torch.nn.functional.linear(input.float(), weight.float(), b).to(input.dtype)
+    return torch.nn.functional.linear(input, weight, bias)
+
+
 def _cast(input, *, out):
     out.copy_(input.to(out.dtype))
     return out
@@ -123,4 +130,6 @@ REFERENCES = {
     # attention
     "rotary_embedding": _rotary_embedding,
     "scaled_dot_product_attention": _scaled_dot_product_attention,
+    # linear
+    "linear": _linear,
 }

@@ -39,6 +39,8 @@ std::set<std::string> ExpectedKernels() {
   add({"stack", "cast", "noop"}, kAllDtypes);
   // attention
   add({"rotary_embedding", "scaled_dot_product_attention"}, kFloatDtypes);
+  // linear
+  add({"linear"}, kFloatDtypes);
   return keys;
 }
 

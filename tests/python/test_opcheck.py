@@ -31,6 +31,11 @@ SAMPLES = {
     "softmax": [((r(4, 10), 0), {}), ((r(3, 5),), {})],
     "matmul": [((r(4, 8), r(8, 3)), {}), ((r(2, 4, 8), r(2, 8, 3)), {})],
     "noop": [(([r(3), r(2, 2)],), {})],
+    "rotary_embedding": [((r(2, 5, 4, 8), r(5, 1, 4), r(5, 1, 4)), {}),
+                         ((r(3, 6), r(3, 2), r(3, 2)), {"interleaved": True})],
+    "scaled_dot_product_attention": [((r(1, 4, 3, 8), r(1, 2, 5, 8), r(1, 2, 5, 8)),
+                                      {"is_causal": True, "lower_right": True, "enable_gqa": True})],
+    "linear": [((r(2, 3, 8), r(5, 8), r(5)), {}), ((r(8), r(5, 8)), {})],
     "example::axpby": [((r(4, 8), r(4, 8)), {"a": 2.0, "b": -1.0})],
 }
 CAST_SAMPLES = [((r(4, 6),), {"out": torch.empty(4, 6, dtype=torch.float64)})]

@@ -30,6 +30,7 @@ def plain_call(name):
         "noop": ((x, x), {}),
         # attention
         "rotary_embedding": ((x, torch.randn(3, 3), torch.randn(3, 3)), {"interleaved": True}),
+        "linear": ((x, torch.randn(5, 8), torch.randn(5)), {}),
         "scaled_dot_product_attention": ((x, torch.randn(5, 8), torch.randn(5, 8)), {"is_causal": True}),
     }
     return calls.get(name, ((x,), {}))

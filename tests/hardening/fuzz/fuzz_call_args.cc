@@ -643,6 +643,21 @@ void Call::Build() {
       if (in_.Bit()) values_[7] = Keep(PyBool_FromLong(in_.Bit()));
       break;
     }
+    case Geometry::kLinear: {
+      const DtypeIndex dtype = MostlyFloat();
+      const int64_t k = Dim(), n = Dim();
+      std::vector<int64_t> xs = Shape(std::max(1, Rank()));
+      if (in_.Pick(8) != 0) xs.back() = k;
+      std::vector<int64_t> ws = {n, in_.Pick(16) == 0 ? Dim() : k};
+      if (in_.Pick(32) == 0) ws = Shape(Rank());
+      values_[0] = Input(Tensor(xs, dtype));
+      values_[1] = Input(Tensor(ws, in_.Pick(16) == 0 ? AnyDtype() : dtype));
+      if (in_.Bit()) {
+        std::vector<int64_t> bs = {in_.Pick(16) == 0 ? Dim() : n};
+        values_[2] = Input(Tensor(bs, dtype));
+      }
+      break;
+    }
     case Geometry::kNoop:
     case Geometry::kDeclared: {
       const int count = in_.Pick(5);
