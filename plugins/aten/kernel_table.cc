@@ -44,6 +44,9 @@ std::vector<OpSpec> OpSpecs() {
       {"softmax", Softmax, floats},
       {"matmul", Matmul, floats},
       {"noop", Noop, all},
+      // The LLM ops of issue 12.
+      {"embedding", Embedding, all},
+      {"cat", Cat, all},
   };
 }
 

@@ -25,5 +25,8 @@ void Softmax(BoundTensors& tensors, const tf_call& call);
 void Matmul(BoundTensors& tensors, const tf_call& call);
 // Binding the views is all it does: it measures the dispatch and wrapping.
 void Noop(BoundTensors& tensors, const tf_call& call);
+// The LLM ops of issue 12 (llm_ops.cc).
+void Embedding(BoundTensors& tensors, const tf_call& call);
+void Cat(BoundTensors& tensors, const tf_call& call);
 
 }  // namespace torchferry::aten

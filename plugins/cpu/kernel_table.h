@@ -62,5 +62,8 @@ KernelList MatmulKernels();
 KernelList CastKernels();
 KernelList StackKernels();
 KernelList NoopKernels();
+// The LLM ops of issue 12.
+KernelList EmbeddingKernels();
+KernelList CatKernels();
 
 }  // namespace torchferry::cpu

@@ -24,7 +24,7 @@ const std::vector<tf_kernel>& AllKernels() {
     const KernelList parts[] = {
         ElementwiseKernels(), SiluAndMulKernels(), ReduceKernels(),
         MatmulKernels(),      CastKernels(),       StackKernels(),
-        NoopKernels(),
+        NoopKernels(),        EmbeddingKernels(),  CatKernels(),
     };
     std::vector<tf_kernel> joined;
     for (const KernelList& part : parts) {

@@ -21,5 +21,8 @@ tf_status RmsNorm(const tf_call* call);
 tf_status Softmax(const tf_call* call);
 tf_status Matmul(const tf_call* call);
 tf_status Noop(const tf_call* call);
+// The LLM ops of issue 12.
+tf_status Embedding(const tf_call* call);
+tf_status Cat(const tf_call* call);
 
 }  // namespace torchferry::cuda

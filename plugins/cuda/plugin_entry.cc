@@ -25,8 +25,8 @@ constexpr Dtype kAll[] = {Dtype::kFloat32, Dtype::kFloat16, Dtype::kBFloat16,
                           Dtype::kInt16,   Dtype::kInt8,    Dtype::kUInt8,
                           Dtype::kBool};
 
-// 14 ops; none carries more than the ten dtypes of kAll.
-constexpr size_t kMaxKernels = 14 * 10;
+// 16 ops; none carries more than the ten dtypes of kAll.
+constexpr size_t kMaxKernels = 16 * 10;
 tf_kernel g_kernels[kMaxKernels];
 size_t g_num_kernels = 0;
 
@@ -58,6 +58,9 @@ void BuildKernelTable() {
   Register("softmax", &NoThrow<Softmax>, kFloat);
   Register("matmul", &NoThrow<Matmul>, kFloat);
   Register("noop", &NoThrow<Noop>, kAll);
+  // The LLM ops of issue 12.
+  Register("embedding", &NoThrow<Embedding>, kAll);
+  Register("cat", &NoThrow<Cat>, kAll);
 }
 
 tf_status Init(void* error_sink) {

@@ -61,4 +61,9 @@ REFERENCES = {
     "softmax": _softmax,
     "matmul": _matmul,
     "noop": _noop,
+    # The LLM ops of issue 12.
+    "embedding": lambda input, weight: torch.nn.functional.embedding(
+        input, weight
+    ),
+    "cat": lambda tensors, dim=0: torch.cat(list(tensors), dim),
 }

@@ -160,7 +160,8 @@ TEST_CASE("every built-in op's schema parses and names its entry", "[schema]") {
     CHECK_FALSE(kOpTable[i].doc.empty());
     CHECK_FALSE(kOpTable[i].contract.empty());
   }
-  static_assert(OpIndex("noop") == static_cast<int>(kNumOps) - 1);
+  static_assert(OpIndex("noop") >= 0 &&
+                OpIndex("noop") < static_cast<int>(kNumOps));
   static_assert(static_cast<int>(OpOf("abs")) == 0);
   CHECK(OpIndex("no_such_op") == -1);
 }

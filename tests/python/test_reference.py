@@ -28,6 +28,8 @@ def plain_call(name):
         "mul": ((x, torch.randn(8)), {}),
         "clamp": ((x,), {"min": -0.5, "max": 0.5}),
         "noop": ((x, x), {}),
+        "embedding": ((torch.tensor([[2, 0], [1, 2]]), x), {}),
+        "cat": (([x, x[:1]],), {"dim": 0}),
     }
     return calls.get(name, ((x,), {}))
 
