@@ -217,10 +217,12 @@ class PluginLibrary:
         code, bits = DTYPE_CODES[dtype_name]
         return (op, device_type, code, bits) in self.kernels
 
-    def call(self, op, inputs, attrs, outputs, stream=0):
+    def call(self, op, inputs, attrs, outputs, stream=0, key=None):
         """inputs/attrs: lists of Arg; outputs: list of Tensor. Keep the
-        Python objects that own shapes and strides alive until it returns."""
-        first = _first_tensor(inputs, outputs)
+        Python objects that own shapes and strides alive until it returns.
+        `key`: the input whose dtype keys the kernel (embedding's table),
+        the first tensor when None."""
+        first = _first_tensor(inputs if key is None else inputs[key:key + 1], outputs)
         dtype_name = first[0] if first else "float32"
         device_type = first[1] if first else DEVICE_CPU
         code, bits = DTYPE_CODES[dtype_name]

@@ -59,6 +59,28 @@ def _matmul(shape, dtype, device):
     }
 
 
+# The LLM ops of issue 12.
+EMBEDDING_ROWS = 64  # embedding picks shape[0] rows of a [64, shape[-1]] table
+
+
+def _embedding(shape, dtype, device):
+    rows, dim = shape[0], shape[-1]
+    return {
+        "ids": torch.randint(0, EMBEDDING_ROWS, [rows], device=device),
+        "w": torch.randn([EMBEDDING_ROWS, dim], dtype=dtype, device=device),
+        "out": torch.empty([rows, dim], dtype=dtype, device=device),
+    }
+
+
+def _halves(shape, dtype, device):
+    half = shape[:-1] + [shape[-1] // 2]
+    return {
+        "x": torch.randn(half, dtype=dtype, device=device),
+        "y": torch.randn(half, dtype=dtype, device=device),
+        "out": torch.empty(shape, dtype=dtype, device=device),
+    }
+
+
 OPS = [
     OpCase("abs", _unary, "tf.abs(x, out=out)", "torch.abs(x, out=out)", "torch.abs(x, out=y)"),
     OpCase("add", _binary, "tf.add(x, y, out=out)", "torch.add(x, y, out=out)", "torch.add(x, y, out=z)"),
@@ -83,6 +105,21 @@ OPS = [
         "tf.matmul(a, b, out=out)",
         "torch.matmul(a, b, out=out)",
         f"torch.matmul(a, b, out=c), b of shape [k, {MATMUL_N}]",
+    ),
+    # The LLM ops of issue 12.
+    OpCase(
+        "embedding",
+        _embedding,
+        "tf.embedding(ids, w, out=out)",
+        "torch.index_select(w, 0, ids, out=out)",
+        f"torch.index_select(w, 0, ids, out=y), ids [m] into a [{EMBEDDING_ROWS}, n] table",
+    ),
+    OpCase(
+        "cat",
+        _halves,
+        "tf.cat([x, y], -1, out=out)",
+        "torch.cat([x, y], -1, out=out)",
+        "torch.cat([x, y], -1, out=z), two halves of the last dim",
     ),
 ]
 

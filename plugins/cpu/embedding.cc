@@ -109,6 +109,15 @@ struct Embedding {
                   "of %d",
                   kMaxRank, table.ndim, ids.ndim, out.ndim);
     }
+    if (!SameDtype(table.dtype, DtypeOf<T>()) ||
+        !SameDtype(out.dtype, DtypeOf<T>())) {
+      return Fail(call, TF_ERROR_INVALID_ARGUMENT,
+                  "embedding: the kernel for a table of %d-bit elements got "
+                  "a table of %d bits and out of %d; it is keyed by the "
+                  "table's dtype (input 1)",
+                  static_cast<int>(sizeof(T) * 8), table.dtype.bits,
+                  out.dtype.bits);
+    }
     using W = WordOf<T>;
     if (SameDtype(ids.dtype, DtypeOf<int64_t>())) {
       return Gather<W, int64_t>(call, ids, table, out);

@@ -157,6 +157,11 @@ tf_status Embedding(const tf_call* call) {
                 call->num_inputs, call->num_outputs);
   }
   const Dtype dtype = DtypeOf(InputTensor(call, 1).dtype);
+  if (DtypeOf(call->outputs[0].dtype) != dtype) {
+    return Fail(call, TF_ERROR_INVALID_ARGUMENT,
+                "embedding: expected out of the table's dtype %s, found %s",
+                DtypeName(dtype), DtypeName(DtypeOf(call->outputs[0].dtype)));
+  }
   DeviceGuard guard(call, call->outputs[0].device.device_id);
   if (guard.status() != TF_OK) return guard.status();
   switch (ElementSize(dtype)) {
