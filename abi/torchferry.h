@@ -59,6 +59,9 @@ typedef int32_t tf_status;
 #define TF_ERROR_OUT_OF_MEMORY 3
 #define TF_ERROR_DEVICE 4   /* the device or its driver reported a failure */
 #define TF_ERROR_INTERNAL 5 /* a bug: the plugin's own invariant broke */
+/* An index in the data (an embedding id) is outside its range. A host that
+   predates it reports it as any other failure. */
+#define TF_ERROR_OUT_OF_RANGE 6
 
 /* ---------------------------------------------------------------------------
  * Tensor view, layout-compatible with DLPack's DLTensor (dlpack.h v0.6+):

@@ -51,6 +51,8 @@ PyObject* ErrorTypeFor(tf_status status) {
       return PyExc_NotImplementedError;
     case TF_ERROR_OUT_OF_MEMORY:
       return PyExc_MemoryError;
+    case TF_ERROR_OUT_OF_RANGE:  // torch's class for an id past the table
+      return PyExc_IndexError;
     default:
       return PyExc_RuntimeError;
   }

@@ -19,20 +19,6 @@ namespace torchferry {
 
 // --- pieces shared by the ops (core/prepare_parts.h) ----------------------
 
-tf_arg TensorArg(const TensorRef* ref) {
-  tf_arg a{};
-  a.kind = TF_ARG_TENSOR;
-  a.value.tensor = &ref->view;
-  return a;
-}
-
-tf_arg IntArg(int64_t value) {
-  tf_arg a{};
-  a.kind = TF_ARG_INT;
-  a.value.i = value;
-  return a;
-}
-
 tf_arg FloatArg(double value) {
   tf_arg a{};
   a.kind = TF_ARG_FLOAT;
@@ -110,7 +96,6 @@ bool IntAttr(const char* op, const char* what, PyObject* value,
   return !PyErr_Occurred();
 }
 
-// Wraps a dim into [0, rank), torch-style.
 bool WrapDim(const char* op, int64_t dim, int64_t rank, int64_t* wrapped) {
   int64_t lo = -rank, hi = rank - 1;
   if (rank == 0) lo = -1, hi = 0;
@@ -124,8 +109,6 @@ bool WrapDim(const char* op, int64_t dim, int64_t rank, int64_t* wrapped) {
   return true;
 }
 
-// Bridges out= (or allocates it like `like` when absent) and checks its
-// device, dtype (unless kNoDtype) and shape.
 bool TakeOut(const char* op, const ParsedArgs& args, CallFrame& frame,
              const TensorRef& like, DtypeIndex dtype, int ndim,
              const int64_t* shape) {
@@ -161,8 +144,6 @@ bool TakeOut(const char* op, const ParsedArgs& args, CallFrame& frame,
   return true;
 }
 
-// The call's tensor inputs, in the op's order; the first keys the kernel
-// lookup. `work` (elements touched) decides whether the GIL is released.
 void SetTensorInputs(CallFrame& f, std::initializer_list<TensorRef*> inputs,
                      int64_t work) {
   int i = 0;
@@ -172,7 +153,6 @@ void SetTensorInputs(CallFrame& f, std::initializer_list<TensorRef*> inputs,
   f.work = work;
 }
 
-// An input tensor that must share the first input's device and dtype.
 TensorRef* TakeLike(const char* op, const char* what, PyObject* obj,
                     CallFrame& frame, const TensorRef& first) {
   TensorRef* ref = frame.Take(obj, what, /*writable=*/false);
@@ -181,6 +161,58 @@ TensorRef* TakeLike(const char* op, const char* what, PyObject* obj,
     return nullptr;
   }
   return ref;
+}
+
+bool TakeTensorList(const char* op, PyObject* seq, CallFrame& f,
+                    TensorRef** first, int64_t* count) {
+  if (!PyList_Check(seq) && !PyTuple_Check(seq)) {
+    return RaiseError(PyExc_TypeError,
+                      fmt::format("{}(): expected tensors to be a list or "
+                                  "tuple of tensors, got {}",
+                                  op, Py_TYPE(seq)->tp_name));
+  }
+  if (f.keep_alive != nullptr) {
+    seq = f.keep_alive;  // the second pass walks the first one's snapshot
+  } else if (PyList_Check(seq)) {
+    // Bridging an item may run Python (__dlpack__) that mutates the list;
+    // walk a snapshot that the frame keeps alive. Taken before any tensor
+    // is read, so the gc this allocation may trigger harms nothing.
+    seq = PyList_AsTuple(seq);
+    if (seq == nullptr) return false;
+    f.keep_alive = seq;
+  }
+  const Py_ssize_t n = PyTuple_GET_SIZE(seq);
+  if (n == 0) {
+    return RaiseError(
+        PyExc_ValueError,
+        fmt::format("{}(): expected a non-empty list of tensors", op));
+  }
+  if (n > (1 << 20)) {
+    return RaiseError(PyExc_ValueError,
+                      fmt::format("{}(): too many tensors", op));
+  }
+  f.Reserve(static_cast<int>(n) + 1);  // and out
+  PyObject** items = &PyTuple_GET_ITEM(seq, 0);
+  *first = f.Take(items[0], "tensors[0]", false);
+  if (*first == nullptr) return false;
+  tf_tensor* views = f.list_items();
+  views[0] = (*first)->view;
+  for (Py_ssize_t i = 1; i < n; ++i) {
+    std::string what = fmt::format("tensors[{}]", i);
+    TensorRef* r = TakeLike(op, what.c_str(), items[i], f, **first);
+    if (r == nullptr) return false;
+    views[i] = r->view;
+  }
+  *count = n;
+  return true;
+}
+
+tf_arg TensorListArg(const tf_tensor* items, int64_t count) {
+  tf_arg a{};
+  a.kind = TF_ARG_TENSOR_LIST;
+  a.value.list.items = items;
+  a.value.list.count = count;
+  return a;
 }
 
 namespace {
@@ -308,46 +340,18 @@ bool PrepareClamp(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
 
 bool PrepareStack(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   const char* op = fn.name.c_str();
-  PyObject* seq = args.values[0];
-  if (!PyList_Check(seq) && !PyTuple_Check(seq)) {
-    return RaiseError(PyExc_TypeError,
-                      fmt::format("stack(): expected tensors to be a list or "
-                                  "tuple of tensors, got {}",
-                                  Py_TYPE(seq)->tp_name));
-  }
-  if (f.keep_alive != nullptr) {
-    seq = f.keep_alive;  // the second pass walks the first one's snapshot
-  } else if (PyList_Check(seq)) {
-    // Bridging an item may run Python (__dlpack__) that mutates the list;
-    // walk a snapshot that the frame keeps alive. Taken before any tensor
-    // is read, so the gc this allocation may trigger harms nothing.
-    seq = PyList_AsTuple(seq);
-    if (seq == nullptr) return false;
-    f.keep_alive = seq;
-  }
-  Py_ssize_t count = PyTuple_GET_SIZE(seq);
-  if (count == 0) {
-    return RaiseError(PyExc_ValueError,
-                      "stack(): expected a non-empty list of tensors");
-  }
-  if (count > (1 << 20)) {
-    return RaiseError(PyExc_ValueError, "stack(): too many tensors");
-  }
-  f.Reserve(static_cast<int>(count) + 1);
-  PyObject** items = &PyTuple_GET_ITEM(seq, 0);
-  TensorRef* first = f.Take(items[0], "tensors[0]", false);
-  if (first == nullptr) return false;
+  TensorRef* first;
+  int64_t count;
+  if (!TakeTensorList(op, args.values[0], f, &first, &count)) return false;
   tf_tensor* views = f.list_items();
-  views[0] = first->view;
   const int rank = first->view.ndim;
-  for (Py_ssize_t i = 1; i < count; ++i) {
-    std::string what = fmt::format("tensors[{}]", i);
-    TensorRef* r = TakeLike(op, what.c_str(), items[i], f, *first);
-    if (r == nullptr) return false;
-    if (!CheckShape(op, what.c_str(), *r, rank, first->view.shape)) {
+  for (int64_t i = 1; i < count; ++i) {
+    TensorRef probe = *first;
+    probe.view = views[i];
+    const std::string what = fmt::format("tensors[{}]", i);
+    if (!CheckShape(op, what.c_str(), probe, rank, first->view.shape)) {
       return false;
     }
-    views[i] = r->view;
   }
   int64_t dim;
   if (!IntAttr(op, "dim", args.values[1], fn.schema.args[1].default_value.i,
@@ -365,7 +369,7 @@ bool PrepareStack(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   if (!TakeOut(op, args, f, *first, first->dtype, rank + 1, shape)) {
     return false;
   }
-  for (Py_ssize_t i = 0; i < count; ++i) {
+  for (int64_t i = 0; i < count; ++i) {
     // views[i] mirrors the bridged refs, which sit in the same order.
     TensorRef probe = *first;
     probe.view = views[i];
@@ -374,10 +378,7 @@ bool PrepareStack(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
       return false;
     }
   }
-  f.inputs[0] = tf_arg{};
-  f.inputs[0].kind = TF_ARG_TENSOR_LIST;
-  f.inputs[0].value.list.items = views;
-  f.inputs[0].value.list.count = count;
+  f.inputs[0] = TensorListArg(views, count);
   f.num_inputs = 1;
   f.attrs[f.num_attrs++] = IntArg(dim);
   f.dispatch_ref = first;
@@ -773,6 +774,10 @@ PrepareFn PrepareFor(Geometry geometry) {
       return &PrepareSoftmax;
     case Geometry::kMatmul:
       return &PrepareMatmul;
+    case Geometry::kEmbedding:
+      return &PrepareEmbedding;
+    case Geometry::kCat:
+      return &PrepareCat;
     case Geometry::kDeclared:
       return &PrepareDeclared;
     case Geometry::kNoop:

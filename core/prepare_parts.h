@@ -15,8 +15,18 @@
 
 namespace torchferry {
 
-tf_arg TensorArg(const TensorRef* ref);
-tf_arg IntArg(int64_t value);
+inline tf_arg TensorArg(const TensorRef* ref) {
+  tf_arg a{};
+  a.kind = TF_ARG_TENSOR;
+  a.value.tensor = &ref->view;
+  return a;
+}
+inline tf_arg IntArg(int64_t value) {
+  tf_arg a{};
+  a.kind = TF_ARG_INT;
+  a.value.i = value;
+  return a;
+}
 tf_arg FloatArg(double value);
 tf_arg NoneArg();
 
@@ -50,5 +60,19 @@ void SetTensorInputs(CallFrame& f, std::initializer_list<TensorRef*> inputs,
 // An input tensor that must share the first input's device and dtype.
 TensorRef* TakeLike(const char* op, const char* what, PyObject* obj,
                     CallFrame& frame, const TensorRef& first);
+// Bridges a Tensor[] argument (a list or tuple, count >= 1): every item
+// shares the first's device and dtype. Their views land in
+// frame.list_items()[0 .. *count); the first item's ref in *first.
+bool TakeTensorList(const char* op, PyObject* seq, CallFrame& f,
+                    TensorRef** first, int64_t* count);
+// The list argument of a Tensor[] op's kernel.
+tf_arg TensorListArg(const tf_tensor* items, int64_t count);
+
+struct OpFunction;
+// Rules that live in files of their own, for PrepareFor (core/prepare.cc).
+bool PrepareEmbedding(const OpFunction& fn, const ParsedArgs& args,
+                      CallFrame& f);  // core/prepare_embedding.cc
+bool PrepareCat(const OpFunction& fn, const ParsedArgs& args,
+                CallFrame& f);  // core/prepare_cat.cc
 
 }  // namespace torchferry

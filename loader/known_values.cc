@@ -65,6 +65,8 @@ std::string StatusName(tf_status status) {
       return "TF_ERROR_DEVICE";
     case TF_ERROR_INTERNAL:
       return "TF_ERROR_INTERNAL";
+    case TF_ERROR_OUT_OF_RANGE:
+      return "TF_ERROR_OUT_OF_RANGE";
   }
   return fmt::format("status {}", status);
 }

@@ -49,6 +49,8 @@ enum class Geometry : uint8_t {
   kSoftmax,        // dim wrapped; a 0-dim input reaches kernels as [1]
   kMatmul,         // [B, m, k] x [B, k, n] -> [B, m, n]
   kNoop,           // *tensors, no output: measures dispatch
+  kEmbedding,      // ids (int32/int64) x table [num, dim] -> ids.shape + [dim]
+  kCat,            // a list joined along an existing dim
   kDeclared,       // a plugin's op (ABI 1.1): its infer gives the output
   // core/prepare_attention.cc:
   kRotary,     // cos, sin: [..., r/2], broadcast to input.shape[:-1]
@@ -179,6 +181,21 @@ inline constexpr OpEntry kOpTable[] = {
      "strides nest, else the last in M and the others in B) and refuses "
      "leading dims that take neither. out = x @ w + bias; accumulate in at "
      "least float32."},
+    // embedding and cat.
+    {"embedding(Tensor input, Tensor weight) -> Tensor", DtypeRule::kAny,
+     AliasRule::kNone, Geometry::kEmbedding,
+     "rows of weight picked by the int32/int64 ids in input",
+     "inputs: ids, int32 or int64, any shape; table [num, dim], any dtype. "
+     "out: ids' shape + [dim], the table's dtype; keyed by the table's "
+     "dtype. out[i..., :] = table[ids[i...], :]. The kernel checks every id: "
+     "one outside [0, num) is `TF_ERROR_OUT_OF_RANGE` naming the id, its "
+     "index and num, and no row outside the table is read."},
+    {"cat(Tensor[] tensors, int dim=0) -> Tensor", DtypeRule::kAny,
+     AliasRule::kNone, Geometry::kCat, "tensors joined along an existing dim",
+     "inputs: xs, `TF_ARG_TENSOR_LIST`, count >= 1, one dtype and ndim >= 1, "
+     "shapes equal except at dim (the host drops torch's legacy 1-D empty "
+     "tensors beside tensors of another ndim). attrs: dim, `TF_ARG_INT` in "
+     "[0, ndim). out: the shape with the sizes at dim summed."},
 };
 
 inline constexpr size_t kNumOps = std::size(kOpTable);

@@ -142,6 +142,11 @@ class TorchBackend:
             r = rotary_ref(torch, *args, **kwargs)
         elif op == "scaled_dot_product_attention":
             r = sdpa_ref(torch, *args, **kwargs)
+        # embedding and cat
+        elif op == "embedding":
+            r = F.embedding(x.long(), args[1])
+        elif op == "cat":
+            r = torch.cat(x, dim=kwargs.get("dim", 0))
         else:
             raise ValueError(op)
         out.copy_(r.to(out.dtype))
@@ -590,6 +595,52 @@ def matmul_cases(torch, mk):
                    lambda a=a, b=b, ref=ref: ref(a, b), "matmul")
 
 
+# embedding and cat
+def embedding_cases(torch, mk):
+    import torch.nn.functional as F
+
+    dtypes = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32,
+              torch.int64, torch.int16, torch.int8, torch.uint8, torch.bool]
+    for dtype in dtypes:
+        table = mk.dense([50, 24], dtype)
+        for id_dtype in (torch.int64, torch.int32):
+            ids = torch.randint(0, 50, (3, 7), dtype=id_dtype, device=mk.device)
+            yield Case("embedding", dtype, f"{dtype_name(id_dtype)} ids [3,7]", [ids, table], {},
+                       torch.empty(3, 7, 24, dtype=dtype, device=mk.device),
+                       lambda ids=ids, w=table: F.embedding(ids.long(), w), "exact")
+        ids = torch.randint(0, 50, (9, 4), device=mk.device).t()
+        w = mk.layout([50, 24], dtype, "transposed")
+        yield Case("embedding", dtype, "transposed ids, table and out", [ids, w], {},
+                   torch.empty(24, 9, 4, dtype=dtype, device=mk.device).permute(2, 1, 0),
+                   lambda ids=ids, w=w: F.embedding(ids, w), "exact")
+        ids = torch.tensor(7, device=mk.device)
+        yield Case("embedding", dtype, "0-dim id", [ids, table], {},
+                   torch.empty(24, dtype=dtype, device=mk.device),
+                   lambda ids=ids, w=table: F.embedding(ids, w), "exact")
+        ids = torch.empty(0, 3, dtype=torch.int64, device=mk.device)
+        yield Case("embedding", dtype, "no ids", [ids, table], {},
+                   torch.empty(0, 3, 24, dtype=dtype, device=mk.device),
+                   lambda ids=ids, w=table: F.embedding(ids, w), "exact")
+
+
+def cat_cases(torch, mk):
+    dtypes = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32,
+              torch.int64, torch.int16, torch.int8, torch.uint8, torch.bool]
+    for dtype in dtypes:
+        for dim, second in ((0, [2, 7]), (1, [5, 3]), (-1, [5, 3])):
+            # contiguous, sliced and transposed inputs of different sizes at dim
+            xs = [mk.dense([5, 7], dtype), mk.layout(second, dtype, "sliced"),
+                  mk.layout([5, 7], dtype, "transposed")]
+            out_shape = list(torch.cat(xs, dim=dim).shape)
+            yield Case("cat", dtype, f"mixed layouts dim={dim}", [xs], {"dim": dim},
+                       torch.empty(out_shape, dtype=dtype, device=mk.device),
+                       lambda xs=xs, d=dim: torch.cat(xs, dim=d), "exact")
+        xs = [mk.dense([0, 3], dtype), mk.dense([2, 3], dtype)]
+        yield Case("cat", dtype, "an empty input", [xs], {"dim": 0},
+                   torch.empty(2, 3, dtype=dtype, device=mk.device),
+                   lambda xs=xs: torch.cat(xs), "exact")
+
+
 def noop_cases(torch, mk):
     for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32,
                   torch.int64, torch.int16, torch.int8, torch.uint8, torch.bool):
@@ -682,6 +733,8 @@ def all_cases(torch, mk):
     yield from matmul_cases(torch, mk)
     yield from noop_cases(torch, mk)
     yield from attention_cases(torch, mk)
+    yield from embedding_cases(torch, mk)
+    yield from cat_cases(torch, mk)
 
 
 def big_index_case(torch, mk):

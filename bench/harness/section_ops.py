@@ -61,6 +61,28 @@ def _matmul(shape, dtype, device):
     }
 
 
+# embedding and cat
+EMBEDDING_ROWS = 64  # embedding picks shape[0] rows of a [64, shape[-1]] table
+
+
+def _embedding(shape, dtype, device):
+    rows, dim = shape[0], shape[-1]
+    return {
+        "ids": torch.randint(0, EMBEDDING_ROWS, [rows], device=device),
+        "w": torch.randn([EMBEDDING_ROWS, dim], dtype=dtype, device=device),
+        "out": torch.empty([rows, dim], dtype=dtype, device=device),
+    }
+
+
+def _halves(shape, dtype, device):
+    half = shape[:-1] + [shape[-1] // 2]
+    return {
+        "x": torch.randn(half, dtype=dtype, device=device),
+        "y": torch.randn(half, dtype=dtype, device=device),
+        "out": torch.empty(shape, dtype=dtype, device=device),
+    }
+
+
 OPS = [
     OpCase("abs", _unary, "tf.abs(x, out=out)", "torch.abs(x, out=out)", "torch.abs(x, out=y)"),
     OpCase("add", _binary, "tf.add(x, y, out=out)", "torch.add(x, y, out=out)", "torch.add(x, y, out=z)"),
@@ -85,6 +107,21 @@ OPS = [
         "tf.matmul(a, b, out=out)",
         "torch.matmul(a, b, out=out)",
         f"torch.matmul(a, b, out=c), b of shape [k, {MATMUL_N}]",
+    ),
+    # embedding and cat
+    OpCase(
+        "embedding",
+        _embedding,
+        "tf.embedding(ids, w, out=out)",
+        "torch.index_select(w, 0, ids, out=out)",
+        f"torch.index_select(w, 0, ids, out=y), ids [m] into a [{EMBEDDING_ROWS}, n] table",
+    ),
+    OpCase(
+        "cat",
+        _halves,
+        "tf.cat([x, y], -1, out=out)",
+        "torch.cat([x, y], -1, out=out)",
+        "torch.cat([x, y], -1, out=z), two halves of the last dim",
     ),
 ]
 
@@ -137,7 +174,7 @@ ATTENTION_ROWS = [
 QUICK_ATTENTION_ROWS = [(ROTARY, ([1, 8, 1, 64],), False), (SDPA, ([1, 8, 1, 32, 64],), False)]
 
 
-# GEMM rows (issue 12): matmul by a weight in both layouts real models use,
+# GEMM rows: matmul by a weight in both layouts real models use,
 # [K, N] contiguous and nn.Linear's weight.t() (a [N, K] weight read
 # transposed), at the shapes of a decode step (1 and 8 rows) and two where
 # memory or arithmetic dominates. Each shape is [m, K, N], float32 only.

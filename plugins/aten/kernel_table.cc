@@ -49,6 +49,9 @@ std::vector<OpSpec> OpSpecs() {
       {"scaled_dot_product_attention", Attention, floats},
       // linear
       {"linear", Linear, floats},
+      // embedding and cat
+      {"embedding", Embedding, all},
+      {"cat", Cat, all},
   };
 }
 

@@ -25,6 +25,9 @@ void Softmax(BoundTensors& tensors, const tf_call& call);
 void Matmul(BoundTensors& tensors, const tf_call& call);
 // Binding the views is all it does: it measures the dispatch and wrapping.
 void Noop(BoundTensors& tensors, const tf_call& call);
+// embedding and cat (llm_ops.cc).
+void Embedding(BoundTensors& tensors, const tf_call& call);
+void Cat(BoundTensors& tensors, const tf_call& call);
 
 // attention (ops_attention.cc)
 void RotaryEmbedding(BoundTensors& tensors, const tf_call& call);

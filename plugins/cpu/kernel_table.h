@@ -65,5 +65,8 @@ KernelList NoopKernels();
 // attention: rotary.cc, attention.cc
 KernelList RotaryKernels();
 KernelList AttentionKernels();
+// embedding and cat
+KernelList EmbeddingKernels();
+KernelList CatKernels();
 
 }  // namespace torchferry::cpu

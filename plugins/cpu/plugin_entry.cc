@@ -32,6 +32,9 @@ const std::vector<tf_kernel>& AllKernels() {
         // attention
         RotaryKernels(),
         AttentionKernels(),
+        // embedding.cc, cat.cc
+        EmbeddingKernels(),
+        CatKernels(),
     };
     std::vector<tf_kernel> joined;
     for (const KernelList& part : parts) {

@@ -8,28 +8,10 @@
 #include "dtype.h"
 #include "kernel_table.h"
 #include "map.h"
+#include "words.h"
 
 namespace torchferry::cpu {
 namespace {
-
-template <size_t kBytes>
-struct UnsignedOfSize;
-template <>
-struct UnsignedOfSize<1> {
-  using type = uint8_t;
-};
-template <>
-struct UnsignedOfSize<2> {
-  using type = uint16_t;
-};
-template <>
-struct UnsignedOfSize<4> {
-  using type = uint32_t;
-};
-template <>
-struct UnsignedOfSize<8> {
-  using type = uint64_t;
-};
 
 // Everything contiguous: out is [outer, count, inner] and each input
 // [outer, inner], so the stack is count interleaved block copies.
@@ -106,8 +88,7 @@ struct Stack {
       StackContiguous(xs, dim, out, sizeof(T));
       return TF_OK;
     }
-    return StackStrided<typename UnsignedOfSize<sizeof(T)>::type>(call, xs, dim,
-                                                                  out);
+    return StackStrided<WordOf<T>>(call, xs, dim, out);
   }
 };
 

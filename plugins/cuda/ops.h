@@ -26,5 +26,8 @@ tf_status RotaryEmbedding(const tf_call* call);
 tf_status Attention(const tf_call* call);
 // linear (linear.cc)
 tf_status Linear(const tf_call* call);
+// embedding and cat
+tf_status Embedding(const tf_call* call);
+tf_status Cat(const tf_call* call);
 
 }  // namespace torchferry::cuda

@@ -63,6 +63,9 @@ void BuildKernelTable() {
   Register("scaled_dot_product_attention", &NoThrow<Attention>, kFloat);
   // linear
   Register("linear", &NoThrow<Linear>, kFloat);
+  // embedding and cat
+  Register("embedding", &NoThrow<Embedding>, kAll);
+  Register("cat", &NoThrow<Cat>, kAll);
 }
 
 tf_status Init(void* error_sink) {

@@ -58,3 +58,9 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
 
 def linear(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, *, out: Optional[torch.Tensor] = None, stream: Any = None) -> torch.Tensor:
     """input @ weight.T + bias, weight in nn.Linear's [out_features, in_features] layout, any batch dims"""
+
+def embedding(input: torch.Tensor, weight: torch.Tensor, *, out: Optional[torch.Tensor] = None, stream: Any = None) -> torch.Tensor:
+    """rows of weight picked by the int32/int64 ids in input"""
+
+def cat(tensors: Sequence[torch.Tensor], dim: int = 0, *, out: Optional[torch.Tensor] = None, stream: Any = None) -> torch.Tensor:
+    """tensors joined along an existing dim"""

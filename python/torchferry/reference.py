@@ -132,4 +132,9 @@ REFERENCES = {
     "scaled_dot_product_attention": _scaled_dot_product_attention,
     # linear
     "linear": _linear,
+    # embedding and cat
+    "embedding": lambda input, weight: torch.nn.functional.embedding(
+        input, weight
+    ),
+    "cat": lambda tensors, dim=0: torch.cat(list(tensors), dim),
 }

@@ -52,7 +52,8 @@ static_assert(TF_DTYPE_BOOL == 6, "kDLBool is 6 from dlpack 0.8 on");
 static_assert(TF_ABI_VERSION_MAJOR == 1);
 static_assert(TF_OK == 0 && TF_ERROR_INVALID_ARGUMENT == 1 &&
               TF_ERROR_UNSUPPORTED == 2 && TF_ERROR_OUT_OF_MEMORY == 3 &&
-              TF_ERROR_DEVICE == 4 && TF_ERROR_INTERNAL == 5);
+              TF_ERROR_DEVICE == 4 && TF_ERROR_INTERNAL == 5 &&
+              TF_ERROR_OUT_OF_RANGE == 6);
 static_assert(TF_ARG_NONE == 0 && TF_ARG_TENSOR == 1 &&
               TF_ARG_TENSOR_LIST == 2 && TF_ARG_INT == 3 && TF_ARG_FLOAT == 4 &&
               TF_ARG_BOOL == 5);

@@ -41,6 +41,7 @@ std::set<std::string> ExpectedKernels() {
   add({"rotary_embedding", "scaled_dot_product_attention"}, kFloatDtypes);
   // linear
   add({"linear"}, kFloatDtypes);
+  add({"embedding", "cat"}, kAllDtypes);  // embedding and cat
   return keys;
 }
 

@@ -289,6 +289,11 @@ def call_body(op, dtype, layout=0):
             + mask
             + bytes([0, 1, 1, 0])
         )
+    if op == "embedding":  # int32 ids [3] (small values, some past the table) into a [4, 3] table of dtype
+        return bytes([1, 1]) + shaped(1, [2], layout) + bytes([1, 3, 2, dtype]) + layout_bytes()
+    if op == "cat":  # [2, 3] and [2, 3] along dim 0: item kinds 2, sizes at dim 0 differ
+        return (bytes([dtype, 1, 1, 2]) + bytes([2, 1, 2, 0]) + layout_bytes(layout) + bytes([2, 1])
+                + layout_bytes() + bytes([3]))
     raise ValueError(f"no seed recipe for op {op}; add one to call_body")
 
 

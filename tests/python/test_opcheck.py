@@ -35,6 +35,8 @@ SAMPLES = {
                          ((r(3, 6), r(3, 2), r(3, 2)), {"interleaved": True})],
     "scaled_dot_product_attention": [((r(1, 4, 3, 8), r(1, 2, 5, 8), r(1, 2, 5, 8)),
                                       {"is_causal": True, "lower_right": True, "enable_gqa": True})],
+    "embedding": [((torch.tensor([[0, 3], [2, 1]]), r(4, 6)), {})],
+    "cat": [(([r(2, 3), r(4, 3)], 0), {}), (([r(2, 3), r(2, 1)],), {"dim": -1})],
     "linear": [((r(2, 3, 8), r(5, 8), r(5)), {}), ((r(8), r(5, 8)), {})],
     "example::axpby": [((r(4, 8), r(4, 8)), {"a": 2.0, "b": -1.0})],
 }

@@ -32,6 +32,8 @@ def plain_call(name):
         "rotary_embedding": ((x, torch.randn(3, 3), torch.randn(3, 3)), {"interleaved": True}),
         "linear": ((x, torch.randn(5, 8), torch.randn(5)), {}),
         "scaled_dot_product_attention": ((x, torch.randn(5, 8), torch.randn(5, 8)), {"is_causal": True}),
+        "embedding": ((torch.tensor([[2, 0], [1, 2]]), x), {}),
+        "cat": (([x, x[:1]],), {"dim": 0}),
     }
     return calls.get(name, ((x,), {}))
 

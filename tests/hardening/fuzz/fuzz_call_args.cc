@@ -21,7 +21,9 @@
 //  - the checks accept no out with stride 0 on a dim of size > 1, and no out
 //    that overlaps an input, except an exact alias where the op allows it;
 //  - a kernel handed an accepted call returns TF_OK, or TF_ERROR_UNSUPPORTED
-//    with a message; never another status;
+//    with a message, or (embedding, for an id past its table)
+//    TF_ERROR_OUT_OF_RANGE with a message and out untouched; never another
+//    status;
 //  - a kernel writes only the elements of its out view: every other byte of
 //    every block is unchanged after the call.
 #include <Python.h>
@@ -656,6 +658,47 @@ void Call::Build() {
         std::vector<int64_t> bs = {in_.Pick(16) == 0 ? Dim() : n};
         values_[2] = Input(Tensor(bs, dtype));
       }
+    case Geometry::kEmbedding: {
+      // Ids mostly int32/int64 (their values, drawn with the rest of the
+      // fill, are mostly outside a small table); a table mostly 2-D.
+      const DtypeIndex id_dtype =
+          in_.Pick(8) == 0 ? AnyDtype() : (in_.Pick(2) ? kInt32 : kInt64);
+      std::vector<int64_t> ids_shape = Shape(Rank());
+      values_[0] = Input(Tensor(ids_shape, id_dtype));
+      std::vector<int64_t> table_shape =
+          in_.Pick(16) == 0 ? Shape(Rank()) : std::vector<int64_t>{Dim(), Dim()};
+      values_[1] = Input(Tensor(table_shape, AnyDtype()));
+      break;
+    }
+    case Geometry::kCat: {
+      const DtypeIndex dtype = AnyDtype();
+      const int count = in_.Pick(8) == 0 ? 0 : 1 + in_.Pick(4);
+      list_ = PyList_New(0);
+      std::vector<int64_t> lead;
+      int at = 0;  // the dim the sizes may differ at
+      for (int i = 0; i < count; ++i) {
+        std::vector<int64_t> shape;
+        const uint32_t kind = in_.Pick(16);
+        if (i == 0 || kind == 0) {
+          shape = Shape(Rank());
+          if (i == 0) {
+            lead = shape;
+            at = lead.empty() ? 0 : static_cast<int>(in_.Pick(lead.size()));
+          }
+        } else if (kind == 1) {
+          shape = {0};  // torch's legacy empty tensor
+        } else {
+          shape = lead;
+          if (!shape.empty()) shape[at] = Dim();
+        }
+        if (PyList_Append(list_, Input(Tensor(shape, dtype))) < 0) {
+          Broken("list append failed");
+        }
+      }
+      values_[0] = list_;
+      const int rank = static_cast<int>(lead.size());
+      values_[1] = Keep(PyLong_FromLong(static_cast<long>(in_.Pick(2 * rank + 3)) -
+                                        (rank + 1)));
       break;
     }
     case Geometry::kNoop:
@@ -820,15 +863,17 @@ void Call::CallKernel(Registry* registry) {
   const std::string where = std::string(OpName(op_)) + " (" +
                             Dtype(key_dtype_).name + ") of plugin '" +
                             k->plugin->name + "'";
-  if (status == TF_ERROR_UNSUPPORTED) {
-    if (sink.message.empty()) Broken(where + ": unsupported without a message");
+  const bool out_of_range = status == TF_ERROR_OUT_OF_RANGE &&
+                            Entry(op_).geometry == Geometry::kEmbedding;
+  if (status == TF_ERROR_UNSUPPORTED || out_of_range) {
+    if (sink.message.empty()) Broken(where + ": failed without a message");
   } else if (status != TF_OK) {
     Broken(where + ": the kernel refused a call the core accepted (status " +
            std::to_string(status) + "): " + sink.message);
   }
   std::set<uintptr_t> written;
   int out_item = 1;
-  if (frame_.out_ref != nullptr) {
+  if (frame_.out_ref != nullptr && !out_of_range) {  // a bad id writes none
     bool distinct;
     out_item = Dtype(frame_.out_ref->dtype).itemsize;
     written = Elements(frame_.output, out_item, &distinct);
