@@ -1,4 +1,4 @@
-"""The command line: `python -m torchferry {info,bench}`."""
+"""The command line: `python -m torchferry {info,bench,config}`."""
 
 import argparse
 
@@ -10,7 +10,8 @@ def build_parser():
         "plugins. Environment: TORCHFERRY_PLUGIN_PATH (extra plugin folders or files, "
         "searched first), TORCHFERRY_PLUGINS (name globs; -glob excludes), "
         "TORCHFERRY_BRIDGE (auto|shim|offset), TORCHFERRY_LOG (debug|info|warn|error|off), "
-        "TORCHFERRY_ATEN_STRATEGY (from_blob|source|pool), TORCHFERRY_CPU_ISA (baseline).",
+        "TORCHFERRY_ATEN_STRATEGY (from_blob|source|pool), TORCHFERRY_CPU_ISA (baseline). "
+        "Installed distributions add plugins through the 'torchferry.plugins' entry point group.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser(
@@ -38,6 +39,31 @@ def build_parser():
         help="where the JSON and PNG go unless --json/--plot say otherwise "
         "(default ./bench-results)",
     )
+    config = sub.add_parser(
+        "config",
+        help="where the plugin SDK is: header, CMake package, pkg-config file, plugin folder",
+        description="Print what a plugin build needs, one answer a line in this order; "
+        "with no option, every answer with its name.",
+    )
+    config.add_argument(
+        "--cflags", action="store_true", help="-I<include dir> -fvisibility=hidden"
+    )
+    config.add_argument(
+        "--include-dir", action="store_true", help="the folder holding torchferry.h"
+    )
+    config.add_argument(
+        "--plugin-dir", action="store_true", help="the package's own plugin folder"
+    )
+    config.add_argument(
+        "--cmake-dir",
+        action="store_true",
+        help="torchferry_DIR for find_package(torchferry) (target torchferry::plugin)",
+    )
+    config.add_argument(
+        "--pkgconfig-dir",
+        action="store_true",
+        help="the folder of torchferry.pc, for PKG_CONFIG_PATH",
+    )
     return parser
 
 
@@ -51,4 +77,8 @@ def main(argv=None):
         from .bench import run
 
         return run.main(args)
+    if args.command == "config":
+        from . import config
+
+        return config.main(args)
     return 2
