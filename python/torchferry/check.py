@@ -289,7 +289,8 @@ def _plugin_environment(plugin):
     """(spec, env) that load `plugin` alone: a file by path, a name by the
     loader's own search, with every other plugin deselected."""
     env = {k: v for k, v in os.environ.items() if k != "TORCHFERRY_PLUGINS"}
-    looks_like_file = os.sep in plugin or plugin.endswith(".so") or os.path.exists(plugin)
+    # A bare word is a plugin name even when a folder of that name is here.
+    looks_like_file = os.sep in plugin or plugin.endswith(".so") or os.path.isfile(plugin)
     if looks_like_file:
         path = os.path.abspath(plugin)
         name = os.path.basename(path)
