@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/bridge.h"
 #include "core/checks.h"
@@ -26,12 +28,68 @@ double g_load_seconds = 0;
 
 // --- start-up ----------------------------------------------------------------
 
+// One str (or bytes) of an entry point tuple as a file system path: bytes a
+// file name holds that are not UTF-8 travel as the OS spells them.
+bool PathArg(PyObject* item, std::string* out) {
+  PyObject* bytes = nullptr;
+  if (!PyUnicode_FSConverter(item, &bytes)) return false;
+  out->assign(PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes));
+  Py_DECREF(bytes);
+  return true;
+}
+
+// The entry points torchferry/entry_points.py resolved: ((label, path), ...)
+// and the unresolved ones ((path, name, reason), ...). The Python side hands
+// only str items without NUL characters, so a failure here is a bug there.
+bool EntryPointArgs(PyObject* resolved, PyObject* unresolved,
+                    std::vector<EntryPointPath>* paths,
+                    std::vector<Skipped>* skipped) {
+  PyObject* seq = PySequence_Fast(resolved, "entry points: expected a list");
+  if (seq == nullptr) return false;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); ++i) {
+    PyObject* item = PySequence_Fast_GET_ITEM(seq, i);
+    const char* label;
+    PyObject* path;
+    EntryPointPath entry;
+    if (!PyArg_ParseTuple(item, "sO", &label, &path) ||
+        !PathArg(path, &entry.path)) {
+      Py_DECREF(seq);
+      return false;
+    }
+    entry.label = label;
+    paths->push_back(std::move(entry));
+  }
+  Py_DECREF(seq);
+  seq = PySequence_Fast(unresolved, "unresolved entry points: expected a list");
+  if (seq == nullptr) return false;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); ++i) {
+    PyObject* item = PySequence_Fast_GET_ITEM(seq, i);
+    const char *path, *name, *reason;
+    if (!PyArg_ParseTuple(item, "sss", &path, &name, &reason)) {
+      Py_DECREF(seq);
+      return false;
+    }
+    skipped->push_back({path, name, reason});
+  }
+  Py_DECREF(seq);
+  return true;
+}
+
 PyObject* Init(PyObject* module, PyObject* args) {
   PyObject* torch_module;
   const char* torch_version;
   const char* plugin_dir;
-  if (!PyArg_ParseTuple(args, "Oss", &torch_module, &torch_version,
-                        &plugin_dir)) {
+  PyObject* resolved = nullptr;
+  PyObject* unresolved = nullptr;
+  if (!PyArg_ParseTuple(args, "Oss|OO", &torch_module, &torch_version,
+                        &plugin_dir, &resolved, &unresolved)) {
+    return nullptr;
+  }
+  std::vector<EntryPointPath> entry_points;
+  std::vector<Skipped> unresolved_entry_points;
+  if (resolved != nullptr && unresolved != nullptr &&
+      !EntryPointArgs(resolved, unresolved, &entry_points,
+                      &unresolved_entry_points)) {
     return nullptr;
   }
   if (Bridge::Get().initialized()) Py_RETURN_NONE;
@@ -42,7 +100,8 @@ PyObject* Init(PyObject* module, PyObject* args) {
   SetHostQuery("torch.version", torch_version);
   auto start = std::chrono::steady_clock::now();
   g_registry = new Registry();  // lives until exit, as do the plugins
-  g_registry->Load(LoaderOptions::FromEnvironment(plugin_dir));
+  g_registry->Load(LoaderOptions::FromEnvironment(
+      plugin_dir, std::move(entry_points), std::move(unresolved_entry_points)));
   g_load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -337,8 +396,8 @@ PyObject* TimeLookup(PyObject*, PyObject* args) {
 
 PyMethodDef g_methods[] = {
     {"_init", TF_CFUNC(Init), METH_VARARGS,
-     "_init(torch, torch_version, plugin_dir): start the bridge and load "
-     "plugins"},
+     "_init(torch, torch_version, plugin_dir[, entry_points, unresolved]): "
+     "start the bridge and load plugins"},
     {"_bridge_path", TF_CFUNC(BridgePathNow), METH_NOARGS, nullptr},
     {"_set_bridge_path", TF_CFUNC(SetBridgePath), METH_O, nullptr},
     {"_bridge_counts", TF_CFUNC(BridgeCounts), METH_NOARGS, nullptr},

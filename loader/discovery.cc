@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <utility>
 
 #include "loader/file_kind.h"
 #include "loader/loader.h"
@@ -154,11 +155,20 @@ bool IsSelected(std::string_view selection, std::string_view stem) {
 }
 
 LoaderOptions LoaderOptions::FromEnvironment(
-    const std::string& package_plugin_dir) {
+    const std::string& package_plugin_dir,
+    std::vector<EntryPointPath> entry_points,
+    std::vector<Skipped> unresolved_entry_points) {
   LoaderOptions options;
   if (const char* path = std::getenv("TORCHFERRY_PLUGIN_PATH")) {
     options.search_path = SplitSearchPath(path);
   }
+  // An installed vendor's plugin comes after the user's explicit path (which
+  // can shadow it) and before the package's own plugins (which it shadows).
+  for (const EntryPointPath& entry : entry_points) {
+    options.search_path.push_back(entry.path);
+  }
+  options.entry_points = std::move(entry_points);
+  options.unresolved_entry_points = std::move(unresolved_entry_points);
   if (!package_plugin_dir.empty()) {
     options.search_path.push_back(package_plugin_dir);
   }

@@ -23,17 +23,44 @@ enum class LogLevel : int32_t {
   kOff = 100,
 };
 
+// A plugin file that was not loaded, and why: what was expected, what was
+// found (dlerror text included).
+struct Skipped {
+  std::string path;
+  std::string name;  // may be empty when the descriptor was never read
+  std::string reason;
+};
+
+// A plugin folder or file an installed distribution registered under the
+// `torchferry.plugins` entry point group. The Python package resolves entry
+// points (it runs the vendor's code that names the path); the loader treats
+// the path like any search path entry.
+struct EntryPointPath {
+  std::string label;  // "name = value (distribution)", for the log
+  std::string path;
+};
+
 // Where to look and what to take. FromEnvironment() reads
 // TORCHFERRY_PLUGIN_PATH, TORCHFERRY_PLUGINS and TORCHFERRY_LOG.
 struct LoaderOptions {
-  // Folders or files, searched in this order; the package's own plugin folder
-  // goes last. A folder contributes its `torchferry_*.so` files sorted by name.
+  // Folders or files, searched in this order: TORCHFERRY_PLUGIN_PATH, then
+  // the entry points' paths, then the package's own plugin folder. A folder
+  // contributes its `torchferry_*.so` files sorted by name.
   std::vector<std::string> search_path;
   // Comma-separated name globs; `-glob` excludes. Empty: take every plugin.
   std::string selection;
   LogLevel log_level = LogLevel::kWarn;
+  // The entry points whose paths are in search_path (for the debug log).
+  std::vector<EntryPointPath> entry_points = {};
+  // Entry points that named no usable path (their module failed to import, a
+  // callable raised, a value of the wrong type, a missing file): each is a
+  // skipped plugin with its reason.
+  std::vector<Skipped> unresolved_entry_points = {};
 
-  static LoaderOptions FromEnvironment(const std::string& package_plugin_dir);
+  static LoaderOptions FromEnvironment(
+      const std::string& package_plugin_dir,
+      std::vector<EntryPointPath> entry_points = {},
+      std::vector<Skipped> unresolved_entry_points = {});
 };
 
 // The error sink that tf_call.error_sink and tf_plugin.init point at.
@@ -73,14 +100,6 @@ struct DeclaredOp {
   std::string spelling;  // schema.ToString()
   std::string doc;
   const Plugin* declared_by;
-};
-
-// A plugin file that was not loaded, and why: what was expected, what was
-// found (dlerror text included).
-struct Skipped {
-  std::string path;
-  std::string name;  // may be empty when the descriptor was never read
-  std::string reason;
 };
 
 // A kernel that lost to another plugin's kernel for the same key.

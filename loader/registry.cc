@@ -72,6 +72,13 @@ void Registry::Load(const LoaderOptions& options) {
   // LoadFile catches what one plugin can throw; only a full heap gets past it
   // to here, and loading fewer plugins beats failing the caller's import.
   try {
+    for (const Skipped& entry : options.unresolved_entry_points) {
+      impl_->Skip(entry.path, entry.name, entry.reason);
+    }
+    for (const EntryPointPath& entry : options.entry_points) {
+      Log(LogLevel::kDebug, "loader",
+          fmt::format("entry point {}: '{}'", entry.label, entry.path));
+    }
     std::vector<Skipped> unusable;
     const std::vector<std::string> files =
         ListPluginFiles(options.search_path, &unusable);

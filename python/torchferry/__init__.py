@@ -107,10 +107,16 @@ if _release(_torch.__version__) < MIN_TORCH:
 
 from . import _C  # noqa: E402  (torch must be loaded first: the bridge finds it)
 
+from . import entry_points as _entry_points  # noqa: E402
+
 PLUGIN_DIR = _os.path.join(_os.path.dirname(__file__), "plugins")
-_C._init(_torch, _torch.__version__, PLUGIN_DIR)
+# Installed distributions' plugins (group torchferry.plugins), resolved before
+# the loader starts: it searches them after TORCHFERRY_PLUGIN_PATH.
+_ENTRY_PATHS, _ENTRY_UNRESOLVED, ENTRY_POINTS = _entry_points.resolve()
+_C._init(_torch, _torch.__version__, PLUGIN_DIR, _ENTRY_PATHS, _ENTRY_UNRESOLVED)
 
 from . import bridge, ops, plugins  # noqa: E402
+from .config import cflags, cmake_dir, include_dir, pkgconfig_dir, plugin_dir  # noqa: E402
 
 
 def _load_library():
@@ -127,4 +133,14 @@ def _load_library():
 
 _load_library()
 
-__all__ = ["bridge", "ops", "plugins", "__version__"]
+__all__ = [
+    "bridge",
+    "ops",
+    "plugins",
+    "__version__",
+    "include_dir",
+    "plugin_dir",
+    "cmake_dir",
+    "pkgconfig_dir",
+    "cflags",
+]

@@ -1,4 +1,4 @@
-"""The command line: `python -m torchferry {info,bench}`."""
+"""The command line: `python -m torchferry {info,bench,config,check}`."""
 
 import argparse
 
@@ -10,7 +10,8 @@ def build_parser():
         "plugins. Environment: TORCHFERRY_PLUGIN_PATH (extra plugin folders or files, "
         "searched first), TORCHFERRY_PLUGINS (name globs; -glob excludes), "
         "TORCHFERRY_BRIDGE (auto|shim|offset), TORCHFERRY_LOG (debug|info|warn|error|off), "
-        "TORCHFERRY_ATEN_STRATEGY (from_blob|source|pool), TORCHFERRY_CPU_ISA (baseline).",
+        "TORCHFERRY_ATEN_STRATEGY (from_blob|source|pool), TORCHFERRY_CPU_ISA (baseline). "
+        "Installed distributions add plugins through the 'torchferry.plugins' entry point group.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser(
@@ -38,6 +39,60 @@ def build_parser():
         help="where the JSON and PNG go unless --json/--plot say otherwise "
         "(default ./bench-results)",
     )
+    config = sub.add_parser(
+        "config",
+        help="where the plugin SDK is: header, CMake package, pkg-config file, plugin folder",
+        description="Print what a plugin build needs, one answer a line in this order; "
+        "with no option, every answer with its name.",
+    )
+    config.add_argument(
+        "--cflags", action="store_true", help="-I<include dir> -fvisibility=hidden"
+    )
+    config.add_argument(
+        "--include-dir", action="store_true", help="the folder holding torchferry.h"
+    )
+    config.add_argument(
+        "--plugin-dir", action="store_true", help="the package's own plugin folder"
+    )
+    config.add_argument(
+        "--cmake-dir",
+        action="store_true",
+        help="torchferry_DIR for find_package(torchferry) (target torchferry::plugin)",
+    )
+    config.add_argument(
+        "--pkgconfig-dir",
+        action="store_true",
+        help="the folder of torchferry.pc, for PKG_CONFIG_PATH",
+    )
+    check = sub.add_parser(
+        "check",
+        help="run a plugin's kernels against torch's results over generated cases (the conformance kit)",
+        description="Load PLUGIN alone, as the loader does, and call every kernel it registers on "
+        "generated cases (each dtype it claims; contiguous, transposed, sliced with an offset, "
+        "broadcast, empty, 0-dim, aliased, odd and large sizes, special values), comparing each "
+        "result with the op's reference: torch's computation for a built-in op, --reference for an op "
+        "the plugin declares. Prints a table op x dtype x case kind; exits 1 when a case fails, a "
+        "kernel crashes or hangs, or the loader refuses the plugin.",
+    )
+    check.add_argument("plugin", metavar="PLUGIN", help="a plugin file, or the name of a plugin the loader finds")
+    check.add_argument("--ops", metavar="OP,...", help="only these ops (default: every op the plugin serves)")
+    check.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="the kernels' device (default cpu)")
+    check.add_argument("--dtypes", metavar="DTYPE,...", help="only these dtypes (e.g. float32,int8)")
+    check.add_argument("--cases", metavar="KIND,...", help="only these case kinds (default: all)")
+    check.add_argument("--seed", type=int, default=0, help="the seed every case's values derive from (default 0)")
+    check.add_argument(
+        "--reference",
+        action="append",
+        metavar="[OP=]MODULE:FUNCTION",
+        help="the reference of a declared op (repeatable; without OP= it serves every declared op)",
+    )
+    check.add_argument("--json", metavar="PATH", help="write the full report as JSON here")
+    check.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds a case may run before its kernel counts as hung (default 120)",
+    )
     return parser
 
 
@@ -51,4 +106,12 @@ def main(argv=None):
         from .bench import run
 
         return run.main(args)
+    if args.command == "config":
+        from . import config
+
+        return config.main(args)
+    if args.command == "check":
+        from . import check
+
+        return check.main(args)
     return 2

@@ -31,6 +31,7 @@ def collect():
         "plugin_search": {
             "TORCHFERRY_PLUGIN_PATH": _env_text("TORCHFERRY_PLUGIN_PATH"),
             "TORCHFERRY_PLUGINS": _env_text("TORCHFERRY_PLUGINS"),
+            "entry_points": plugins.entry_points(),
             "package_dir": torchferry.PLUGIN_DIR,
         },
         "load_seconds": _C._load_seconds(),
@@ -51,6 +52,12 @@ def _kernel_summary(kernels):
     for op, device, dtype in kernels:
         by_key.setdefault((op, device), []).append(dtype)
     return [f"{op} [{device}]: {' '.join(dtypes)}" for (op, device), dtypes in sorted(by_key.items())]
+
+
+def _entry_point_summary(entries):
+    """'name=path, ...' of the torchferry.plugins entry points that named a path."""
+    named = [f"{e['name']}={e['path']}" for e in entries if e["path"]]
+    return ", ".join(named) or "none"
 
 
 def render(data):
@@ -74,6 +81,7 @@ def render(data):
         "",
         f"plugins (loaded in {data['load_seconds'] * 1e3:.2f} ms; search: "
         f"TORCHFERRY_PLUGIN_PATH={data['plugin_search']['TORCHFERRY_PLUGIN_PATH'] or '(unset)'}, "
+        f"then entry points ({_entry_point_summary(data['plugin_search']['entry_points'])}), "
         f"then {data['plugin_search']['package_dir']}; "
         f"TORCHFERRY_PLUGINS={data['plugin_search']['TORCHFERRY_PLUGINS'] or '(unset)'}):",
     ]

@@ -16,6 +16,15 @@ def shadowed():
     return _C._shadowed()
 
 
+def entry_points():
+    """The installed distributions' entry points (group torchferry.plugins):
+    name, value, distribution, and the path each named (None with the error
+    when it named nothing usable; that entry point is also in skipped())."""
+    import torchferry
+
+    return [dict(e) for e in torchferry.ENTRY_POINTS]
+
+
 def kernel_for(op, device, dtype):
     """The name of the plugin that serves (op, device, dtype), or None."""
     return _C._kernel_for(op, device, dtype)
