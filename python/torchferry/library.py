@@ -286,6 +286,14 @@ def _call(op, values, out, stream):
             "runs on torch's current stream (use torch.cuda.stream(...))"
         )
     packet = op.packet
+    if out is not None and not out.is_contiguous():
+        # Dynamo refuses a custom op's out= that is not contiguous ("Attempted
+        # to call op with non-contiguous `out=` tensor"), such as a slot of a
+        # KV cache: the kernel writes a contiguous tensor, copied over.
+        dense = torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        _call(op, values, dense, stream)
+        out.copy_(dense)
+        return out
     if op.variadic:
         return packet.default(list(values[0]))
     if op.numbers:
