@@ -32,6 +32,9 @@
 #                     TORCHFERRY_PLUGIN_PATH)
 #   bridge            bench/gpu/check_bridge.py: shim and offset paths on CUDA
 #                     tensors, cuda.core's StridedMemoryView beside ours
+#   check (cuda)      python -m torchferry check cuda --device cuda: the
+#                     conformance kit over the CUDA plugin
+#   compile (cuda)    torch.compile(fullgraph=True) of CUDA ops, equal to eager
 #   bench             python -m torchferry bench --device cuda --quick
 #
 # Environment:
@@ -306,6 +309,28 @@ if [ -d "$SITE/torchferry" ] &&
     --backend torchferry --json "$SCRATCH/ops-torchferry.json"
   run_step bridge 60 "$SCRATCH/bridge.json" "$PY" "$ROOT/bench/gpu/check_bridge.py" \
     --json "$SCRATCH/bridge.json"
+  # The conformance kit over the CUDA plugin: every kernel it registers
+  # against torch, each case kind, crashes reported by kernel.
+  run_step "check (cuda)" 150 "" env TORCHFERRY_PLUGIN_PATH="$PLUGIN" "$PY" -m torchferry check cuda \
+    --device cuda --json "$SCRATCH/check-cuda.json"
+  # torch.compile over ops the CUDA plugin serves, fullgraph, equal to eager.
+  run_step "compile (cuda)" 150 "" "$PY" - <<'PYEOF'
+import torch
+from torchferry import ops
+
+def f(x, w, b):
+    h = ops.rms_norm(x, w, eps=1e-6)
+    return ops.silu_and_mul(ops.linear(h, b))
+
+x = torch.randn(4, 256, device="cuda")
+w = torch.rand(256, device="cuda") + 0.5
+b = torch.randn(512, 256, device="cuda") / 16
+with torch.no_grad():
+    want = f(x, w, b)
+    got = torch.compile(f, fullgraph=True)(x, w, b)
+torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+print("compile (cuda): fullgraph equals eager")
+PYEOF
   if [ "$HAVE_GPU" -eq 0 ]; then
     echo "bench: torch sees no CUDA device; the GPU benchmark is skipped"
     record bench skipped 0 0 "torch sees no CUDA device"
@@ -318,7 +343,7 @@ if [ -d "$SITE/torchferry" ] &&
   fi
 else
   echo "torchferry does not import from $SITE; the package checks are skipped"
-  for step in "ops (torchferry)" bridge bench; do
+  for step in "ops (torchferry)" bridge "check (cuda)" "compile (cuda)" bench; do
     record "$step" skipped 0 0 "the torchferry package did not build or import"
   done
 fi
