@@ -48,7 +48,7 @@ REDUCING_TOLERANCES = {
     torch.float16: (1e-2, 1e-2),
     torch.bfloat16: (5e-2, 5e-2),
 }
-REDUCING = {"softmax", "rms_norm", "matmul"}
+REDUCING = {"softmax", "rms_norm", "matmul", "linear", "scaled_dot_product_attention", "rotary_embedding"}
 # reference.py computes these in float32 (their contract asks for at least
 # float32): a float64 result is held to float32's tolerance, and their
 # special values are float32's without the extremes.
@@ -289,6 +289,72 @@ def _unary_no_alias(kind, make):
     return unary(kind, make, alias_ok=False)
 
 
+def _linear(kind, make):
+    if kind in ("alias", "zero_dim"):
+        return None
+    m, k = _shape(kind)
+    n = 5 if kind != "large" else 129
+    x = expanded(make, (m, k)) if kind == "broadcast" else make((m, k))
+    weight = make((n, k))
+    return [((x, weight), {}), ((x, weight, make((n,))), {}), ((make((2, m, k)), weight), {})]
+
+
+def _rotary_embedding(kind, make):
+    if kind == "zero_dim":
+        return None
+    rows, cols = _shape(kind)
+    shape = (2, rows, 3, 2 * cols)  # [B, S, H, D]
+    x = expanded(make, shape) if kind == "broadcast" else make(shape)
+    cos, sin = make((rows, 1, cols)), make((rows, 1, cols))
+    if kind == "alias":
+        return [((x, cos, sin), {"out": x})]
+    half = make((rows, 1, cols // 2))
+    return [
+        ((x, cos, sin), {}),
+        ((x, cos, sin), {"interleaved": True}),
+        ((x, half, make((rows, 1, cols // 2))), {}),  # a rotary dim below the head dim
+    ]
+
+
+def _scaled_dot_product_attention(kind, make):
+    # special: an inf or NaN score makes a row's whole softmax depend on where
+    # the kernel meets it in its blocked (online) sum, so it has no one answer.
+    if kind in ("alias", "zero_dim", "special"):
+        return None
+    rows, cols = _shape(kind)
+    s = max(rows, 1) + 3 if kind != "empty" else 0
+    q = make((1, 4, max(rows, 1) if kind != "empty" else 0, cols))
+    k, v = make((1, 2, s, cols)), make((1, 2, s, cols))
+    calls = [((q, k, v), {"enable_gqa": True})]
+    if kind != "empty":
+        calls.append(((q, k, v), {"enable_gqa": True, "is_causal": True, "lower_right": True}))
+        k4, v4 = make((1, 4, s, cols)), make((1, 4, s, cols))
+        calls.append(((q, k4, v4, make((q.shape[-2], s))), {}))
+    if kind == "broadcast":
+        calls = [((q, k.expand(3, 2, s, cols), v.expand(3, 2, s, cols)), {"enable_gqa": True})]
+    return calls
+
+
+def _embedding(kind, make):
+    if kind in ("alias", "special"):
+        return None
+    rows, cols = _shape(kind) if kind != "zero_dim" else (1, 6)
+    table = make((max(rows, 1) + 5, cols))
+    device = table.device
+    shape = () if kind == "zero_dim" else (rows, 3)
+    ids = torch.randint(0, table.shape[0], shape, device=device)
+    return [((ids, table), {}), ((ids.to(torch.int32), table), {})]
+
+
+def _cat(kind, make):
+    if kind in ("alias", "zero_dim"):
+        return None
+    shape = _shape(kind)
+    a = expanded(make, shape) if kind == "broadcast" else make(shape)
+    wider = make(shape[:-1] + (shape[-1] + 2,))
+    return [(([a, make(shape)],), {"dim": 0}), (([a, wider],), {"dim": -1})]
+
+
 GENERATORS = {
     "abs": unary,
     "neg": unary,
@@ -304,6 +370,11 @@ GENERATORS = {
     "softmax": _softmax,
     "matmul": _matmul,
     "noop": _noop,
+    "linear": _linear,
+    "rotary_embedding": _rotary_embedding,
+    "scaled_dot_product_attention": _scaled_dot_product_attention,
+    "embedding": _embedding,
+    "cat": _cat,
 }
 
 

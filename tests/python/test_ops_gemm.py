@@ -60,7 +60,10 @@ def test_every_a_layout(dtype, layout):
     else:  # a size-1 dim carries any stride; BLIS must be given one it takes
         a = make((k, 5), dtype)[:, :1].t()
     w = make((n, k), dtype).t()
-    assert_matches(ops.matmul(a, w), torch.matmul(a, w), reduce=True)
+    # Against the float32 product rounded once: torch 2.9's own float16 and
+    # bfloat16 matmul gets the one-row layout wrong (errors of ~25 here).
+    want = torch.matmul(a.float(), w.float()).to(dtype) if dtype in (torch.float16, torch.bfloat16) else torch.matmul(a, w)
+    assert_matches(ops.matmul(a, w), want, reduce=True)
 
 
 @pytest.mark.parametrize("dtype", dtypes())
