@@ -658,6 +658,8 @@ void Call::Build() {
         std::vector<int64_t> bs = {in_.Pick(16) == 0 ? Dim() : n};
         values_[2] = Input(Tensor(bs, dtype));
       }
+      break;
+    }
     case Geometry::kEmbedding: {
       // Ids mostly int32/int64 (their values, drawn with the rest of the
       // fill, are mostly outside a small table); a table mostly 2-D.
