@@ -85,9 +85,12 @@ struct RotaryEmbedding {
     const int64_t ss = sin.strides[last], os = out.strides[last];
     rows.Run([&](const int64_t* off, int64_t len, const int64_t* st) {
       for (int64_t r = 0; r < len; ++r) {
-        RotateRow(xd + off[0] + r * st[0], xs, cd + off[1] + r * st[1], cs,
-                  sd + off[2] + r * st[2], ss, od + off[3] + r * st[3], os,
-                  half, head_dim, interleaved);
+        // With a rotary dim of 0, cos and sin hold no elements and may be
+        // NULL: no offset is applied to them.
+        const T* c = half > 0 ? cd + off[1] + r * st[1] : cd;
+        const T* s = half > 0 ? sd + off[2] + r * st[2] : sd;
+        RotateRow(xd + off[0] + r * st[0], xs, c, cs, s, ss,
+                  od + off[3] + r * st[3], os, half, head_dim, interleaved);
       }
     });
     return TF_OK;
