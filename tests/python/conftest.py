@@ -188,6 +188,11 @@ def clean_env(**overrides):
     for k, v in overrides.items():
         if v is None:
             env.pop(k, None)
+        elif k == "PYTHONPATH" and env.get(k):
+            # Ahead of this process's own path, not instead of it: under the
+            # sanitizers that path is the instrumented build, which the child
+            # must import too.
+            env[k] = str(v) + os.pathsep + env[k]
         else:
             env[k] = str(v)
     return env
