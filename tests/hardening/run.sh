@@ -16,10 +16,12 @@
 # Everything it writes goes to build/hardening/: logs/, reports/ (one file per
 # sanitizer report), summary.txt (the lines ./dev test prints at its end).
 #
-# Knobs: TF_HARDENING_FUZZ_SECONDS (60 per target, the three run in
-# parallel), TF_HARDENING_FUZZ_SEED (1), TF_HARDENING_LEAK_ITERATIONS (1000000), TF_HARDENING_ROUNDS
-# (thread rounds, 200), TF_HARDENING_ASAN_PYTEST (the test files of the ASan
-# run; default tests/python/test_*.py, one process each).
+# Knobs: TF_HARDENING_FUZZ_SECONDS (60 per target, the four run in
+# parallel), TF_HARDENING_FUZZ_SEED (1), TF_HARDENING_LEAK_ITERATIONS
+# (1000000), TF_HARDENING_ROUNDS (thread rounds, 200),
+# TF_HARDENING_ASAN_PYTEST (the test files of the ASan run; default
+# tests/python/test_*.py but the kit's, one process each),
+# TF_HARDENING_JOBS (test files run at once under ASan, 2).
 #
 # A fuzz crash leaves its input in build/fuzz/artifacts/; to see the call it
 # made: TF_FUZZ_VERBOSE=1 TF_TEST_CPU_PLUGIN=build/fuzz/plugins/cpu/
@@ -50,6 +52,7 @@ FUZZ_SECONDS="${TF_HARDENING_FUZZ_SECONDS:-60}"
 FUZZ_SEED="${TF_HARDENING_FUZZ_SEED:-1}"
 LEAK_ITERATIONS="${TF_HARDENING_LEAK_ITERATIONS:-1000000}"
 ROUNDS="${TF_HARDENING_ROUNDS:-200}"
+ASAN_JOBS="${TF_HARDENING_JOBS:-2}"
 PY="$BUILD_VENV/bin/python"
 export PATH="$BUILD_VENV/bin:$PATH"
 export TORCHFERRY_PLUGIN_PATH="" TORCHFERRY_PLUGINS="" TORCHFERRY_BRIDGE=""
@@ -186,16 +189,45 @@ if [ $ASAN_BUILD_OK = 1 ]; then
       >"$LOGS/asan-import.log" 2>&1; then
     if [ -d tests/python ] && ls tests/python/test_*.py >/dev/null 2>&1; then
       rm -f "$OUT"/asan-pytest-*.xml
+      # The conformance kit's tests (check, the SDK, the template wheel) are
+      # left out: they run their work in fresh interpreters over wheels they
+      # build, dozens of them a test, and a kit run is checked below instead,
+      # once per plugin, under the sanitizers.
+      files=()
       # shellcheck disable=SC2086
       for file in ${TF_HARDENING_ASAN_PYTEST:-tests/python/test_*.py}; do
+        case "$(basename "$file")" in
+          test_check.py | test_kit.py | test_kit_sdk.py) [ -n "${TF_HARDENING_ASAN_PYTEST:-}" ] || continue ;;
+        esac
+        files+=("$file")
+      done
+      # Two files at a time (one per core): an instrumented run is CPU-bound,
+      # and a file is its own process, so they do not share state.
+      declare -A running=()
+      for file in "${files[@]}"; do
+        while [ "${#running[@]}" -ge "$ASAN_JOBS" ]; do
+          wait -n -p pid
+          wait "$pid" || failed "${running[$pid]} under ASan+UBSan"
+          unset "running[$pid]"
+        done
         name="$(basename "$file" .py)"
         logged "asan-$name" asan_python -m pytest -q -p no:cacheprovider \
-          --junitxml="$OUT/asan-pytest-$name.xml" "$file" \
-          || failed "$file under ASan+UBSan"
+          --junitxml="$OUT/asan-pytest-$name.xml" "$file" &
+        running[$!]="$file"
+      done
+      for pid in "${!running[@]}"; do
+        wait "$pid" || failed "${running[$pid]} under ASan+UBSan"
       done
       read -r ASAN_PY_TESTS ASAN_PY_FAILED < <("$PY" "$HERE/junit_count.py" "$OUT"/asan-pytest-*.xml)
       HOSTILE_PYTEST_LINE="$(grep -h '^hostile inputs: ' "$LOGS/asan-test_hostile_inputs.log" 2>/dev/null | tail -n 1)"
     fi
+    # The conformance kit over the plugins the ASan build installed: every
+    # kernel through every case kind (empty, 0-dim, offset, transposed,
+    # broadcast, special values), in the kit's own child processes.
+    for plugin in cpu example_c; do
+      logged "asan-check-$plugin" asan_python -m torchferry check "$plugin" \
+        || failed "python -m torchferry check $plugin under ASan+UBSan"
+    done
     TF_HARDENING_COUNT_FILE="$OUT/hostile-asan.txt" logged asan-hostile \
       asan_python "$HERE/hostile_inputs.py" || failed "hostile inputs under ASan+UBSan"
     # The GIL check counts another thread's bytecodes, which CPython's raw
