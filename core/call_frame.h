@@ -131,6 +131,7 @@ class CallFrame {
     dispatch_ref = out_ref = nullptr;
     result = nullptr;
     work = 0;
+    repeat.ndim = 0;
     python_ran_ = false;
     noted_ = num_noted_ = 0;
     more_noted_.clear();
@@ -188,6 +189,19 @@ class CallFrame {
   PyObject* owned_result = nullptr;  // an out= the host allocated
   PyObject* keep_alive = nullptr;    // owned, e.g. a snapshot of a list arg
   int64_t work = 0;                  // elements touched, to decide on the GIL
+
+  // Outer dims the kernel's shapes cannot hold (matmul's batch dims that do
+  // not nest): the dispatcher calls the kernel once per index of them, each
+  // call with tensors[t] starting sum(index[d] * strides[t][d]) elements
+  // further. ndim 0: one call.
+  struct Repeat {
+    static constexpr int kMaxTensors = 3;
+    int ndim = 0;
+    int num_tensors = 0;
+    int64_t sizes[kMaxRank];
+    tf_tensor* tensors[kMaxTensors];
+    int64_t strides[kMaxTensors][kMaxRank];
+  } repeat;
 
  private:
   bool TakeImported(PyObject* obj, const char* what, bool writable,

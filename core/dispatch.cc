@@ -132,6 +132,42 @@ bool RaiseNoKernel(const char* op, const tf_device& device, DtypeIndex dtype) {
                   device.device_type == TF_DEVICE_CUDA ? "cuda" : "cpu"));
 }
 
+namespace {
+
+// The kernel once, or once per index of the frame's outer dims, stopping at
+// the first failure; the tensors' data pointers are back as they were after.
+tf_status CallKernel(const KernelEntry& kernel, const tf_call& call,
+                     CallFrame::Repeat& r) {
+  if (r.ndim == 0) return kernel.fn(&call);
+  for (int d = 0; d < r.ndim; ++d) {
+    if (r.sizes[d] == 0) return TF_OK;  // nothing to compute
+  }
+  char* base[CallFrame::Repeat::kMaxTensors];
+  int64_t itemsize[CallFrame::Repeat::kMaxTensors];
+  for (int t = 0; t < r.num_tensors; ++t) {
+    base[t] = static_cast<char*>(r.tensors[t]->data);
+    itemsize[t] = r.tensors[t]->dtype.bits / 8;
+  }
+  int64_t index[kMaxRank] = {};
+  tf_status status = TF_OK;
+  for (;;) {
+    for (int t = 0; t < r.num_tensors; ++t) {
+      int64_t offset = 0;
+      for (int d = 0; d < r.ndim; ++d) offset += index[d] * r.strides[t][d];
+      r.tensors[t]->data = base[t] + offset * itemsize[t];
+    }
+    status = kernel.fn(&call);
+    if (status != TF_OK) break;
+    int d = r.ndim - 1;
+    while (d >= 0 && ++index[d] == r.sizes[d]) index[d--] = 0;
+    if (d < 0) break;
+  }
+  for (int t = 0; t < r.num_tensors; ++t) r.tensors[t]->data = base[t];
+  return status;
+}
+
+}  // namespace
+
 PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
   const char* name = Function(op).name.c_str();
   static const tf_device kCpu = {TF_DEVICE_CPU, 0};
@@ -157,10 +193,10 @@ PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
 
   tf_status status;
   if (device.device_type == TF_DEVICE_CPU && f.work >= kReleaseGilWork) {
-    Py_BEGIN_ALLOW_THREADS status = kernel->fn(&call);
+    Py_BEGIN_ALLOW_THREADS status = CallKernel(*kernel, call, f.repeat);
     Py_END_ALLOW_THREADS
   } else {
-    status = kernel->fn(&call);
+    status = CallKernel(*kernel, call, f.repeat);
   }
   // Even a failed kernel may have written part of out: autograd must see it.
   if (f.out_ref != nullptr && f.out_ref->view.source_kind == TF_SOURCE_ATEN &&

@@ -66,7 +66,8 @@ bool LeadingAsRows(const tf_tensor& v, bool all_in_m, Rows* r) {
   // One row: no address depends on its stride; give it the one a dense
   // matrix would have, so that a GEMM library (which refuses a zero stride)
   // still takes it.
-  if (r->m == 1) r->m_stride = std::max<int64_t>(1, v.shape[lead] * v.strides[lead]);
+  if (r->m == 1)
+    r->m_stride = std::max<int64_t>(1, v.shape[lead] * v.strides[lead]);
   return ok;
 }
 
@@ -92,8 +93,7 @@ bool As3d(CallFrame& f, tf_tensor* v, const Rows& r, int64_t cols,
 
 }  // namespace
 
-bool PrepareLinear(const OpFunction& fn, const ParsedArgs& args,
-                   CallFrame& f) {
+bool PrepareLinear(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   const char* op = fn.name.c_str();
   TensorRef* x = f.Take(args.values[0], "input", false);
   if (x == nullptr || !CheckFloat(op, *x)) return false;
@@ -124,8 +124,7 @@ bool PrepareLinear(const OpFunction& fn, const ParsedArgs& args,
                     "in_features {}; expected weight [out_features, {}]",
                     op, k, ShapeText(wv.ndim, wv.shape), wv.shape[1], k));
   }
-  if (bias != nullptr &&
-      (bias->view.ndim != 1 || bias->view.shape[0] != n)) {
+  if (bias != nullptr && (bias->view.ndim != 1 || bias->view.shape[0] != n)) {
     return RaiseError(
         PyExc_ValueError,
         fmt::format("{}(): expected bias [{}] (weight's out_features), got "

@@ -74,5 +74,7 @@ bool PrepareEmbedding(const OpFunction& fn, const ParsedArgs& args,
                       CallFrame& f);  // core/prepare_embedding.cc
 bool PrepareCat(const OpFunction& fn, const ParsedArgs& args,
                 CallFrame& f);  // core/prepare_cat.cc
+bool PrepareMatmul(const OpFunction& fn, const ParsedArgs& args,
+                   CallFrame& f);  // core/prepare_matmul.cc
 
 }  // namespace torchferry

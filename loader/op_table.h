@@ -130,10 +130,13 @@ inline constexpr OpEntry kOpTable[] = {
      "float32."},
     {"matmul(Tensor input, Tensor other) -> Tensor", DtypeRule::kFloat,
      AliasRule::kNone, Geometry::kMatmul,
-     "matrix product of 2-D and batched 3-D operands",
-     "inputs: a [B, m, k], b [B, k, n]. out: [B, m, n]. Always 3-D: 2-D "
-     "operands arrive with a batch of 1 prepended, a 2-D operand beside a "
-     "3-D one with batch stride 0. Accumulate in at least float32."},
+     "matrix product with torch.matmul's rules: a 1-D operand is a row "
+     "(input) or a column (other), batch dims of any count broadcast",
+     "inputs: a [B, m, k], b [B, k, n]. out: [B, m, n]. Always 3-D: the host "
+     "views a 1-D operand as [1, k] or [k, 1], merges the broadcast batch "
+     "dims into B where their strides nest (stride 0 on a broadcast one) and "
+     "calls the kernel once per index of the batch dims that do not. "
+     "Accumulate in at least float32."},
     {"noop(Tensor[] tensors) -> ()", DtypeRule::kAny, AliasRule::kNone,
      Geometry::kNoop,
      "bridges every tensor and calls a kernel that reads the views and does "

@@ -45,7 +45,7 @@ def softmax(input: torch.Tensor, dim: int = -1, *, out: Optional[torch.Tensor] =
     """exp(input) / sum(exp(input)) along dim"""
 
 def matmul(input: torch.Tensor, other: torch.Tensor, *, out: Optional[torch.Tensor] = None, stream: Any = None) -> torch.Tensor:
-    """matrix product of 2-D and batched 3-D operands"""
+    """matrix product with torch.matmul's rules: a 1-D operand is a row (input) or a column (other), batch dims of any count broadcast"""
 
 def noop(*tensors: torch.Tensor) -> None:
     """bridges every tensor and calls a kernel that reads the views and does nothing (measures dispatch)"""

@@ -1,5 +1,7 @@
-"""stack (every dim, every carried dtype, mixed layouts) and matmul (2-D,
-3-D, mixed, broadcast batches, strided operands) against torch."""
+"""stack (every dim, every carried dtype, mixed layouts) and matmul (torch.
+matmul's rules: 1-D operands, batch dims of any count that broadcast,
+strided and expanded operands, batch dims that the host cannot merge)
+against torch."""
 
 import pytest
 import torch
@@ -92,6 +94,20 @@ MATMUL_SHAPES = [
     ((3, 0), (0, 5)),
     ((2, 3, 4), (2, 4, 0)),
     ((64, 96), (96, 80)),
+    # 1-D operands: a row, a column, a dot product.
+    ((4,), (4, 5)),
+    ((3, 4), (4,)),
+    ((4,), (4,)),
+    ((4,), (2, 4, 5)),
+    ((2, 3, 4), (4,)),
+    ((0,), (0,)),
+    # Batch dims of any count, broadcast against each other.
+    ((2, 3, 4, 5), (2, 3, 5, 6)),
+    ((2, 3, 4, 5), (5, 6)),
+    ((2, 1, 4, 5), (3, 5, 6)),
+    ((2, 1, 4, 5), (1, 3, 5, 6)),
+    ((1, 2, 1, 3, 4), (2, 1, 2, 4, 5)),
+    ((2, 0, 4, 5), (1, 5, 6)),
 ]
 
 
@@ -125,6 +141,17 @@ STRIDED_OPERANDS = {
     "stepped": (lambda dt: make((6, 8), dt)[::2, ::2], lambda dt: make((8, 10), dt)[::2, ::2]),
     "expanded_batch": (lambda dt: make((1, 3, 4), dt).expand(3, 3, 4), lambda dt: make((3, 4, 5), dt)),
     "expanded_rows": (lambda dt: make((1, 4), dt).expand(3, 4), lambda dt: make((4, 1), dt).expand(4, 5)),
+    # K/V heads shared by groups of query heads (GQA): a head dim of stride
+    # 0 between strided ones, which no single batch stride describes.
+    "gqa_expanded": (
+        lambda dt: make((2, 2, 3, 4, 8), dt),
+        lambda dt: make((2, 2, 5, 8), dt)[:, :, None].expand(2, 2, 3, 5, 8).transpose(-1, -2),
+    ),
+    "batch_dims_permuted_4d": (
+        lambda dt: make((3, 2, 4, 5), dt).permute(1, 0, 2, 3),
+        lambda dt: make((2, 3, 5, 6), dt),
+    ),
+    "row_vector_strided": (lambda dt: make((9,), dt)[::3], lambda dt: make((5, 3), dt).t()),
     "subclass_and_parameter": (
         lambda dt: make((3, 4), dt).as_subclass(MyT),
         lambda dt: torch.nn.Parameter(make((4, 5), dt)),
@@ -155,6 +182,36 @@ def test_matmul_into_strided_out(path, dtype):
     with conversions(path, 3):
         assert ops.matmul(a[0], b, out=out2) is out2
     assert_matches(out2, matmul_ref(a[0], b), reduce=True)
+
+
+@pytest.mark.parametrize("dtype", dtypes("matmul"))
+def test_matmul_batch_dims_into_strided_out(path, dtype):
+    # Batch dims that merge in the operands but not in out: the host calls
+    # the kernel once per outer index, each into its slice of out.
+    a, b = make((2, 3, 4, 5), dtype), make((5, 6), dtype)
+    out = torch.empty((3, 2, 4, 6), dtype=dtype).transpose(0, 1)
+    with conversions(path, 3):
+        assert ops.matmul(a, b, out=out) is out
+    assert_matches(out, matmul_ref(a, b), reduce=True)
+    # A 1-D other: out drops its dim.
+    v = make((5,), dtype)
+    out1 = torch.empty((2, 3, 8), dtype=dtype)[:, :, ::2]
+    with conversions(path, 3):
+        assert ops.matmul(a, v, out=out1) is out1
+    assert_matches(out1, matmul_ref(a, v), reduce=True)
+
+
+def test_matmul_refuses_what_torch_refuses():
+    with pytest.raises(ValueError, match=r"at least 1 dim, got shapes \[\] and \[2\]"):
+        ops.matmul(torch.tensor(1.0), torch.ones(2))
+    with pytest.raises(RuntimeError):
+        torch.matmul(torch.ones(2, 3, 4, 5), torch.ones(4, 5, 6))
+    with pytest.raises(ValueError, match=r"\[2, 3, 4, 5\] and \[4, 5, 6\] cannot be multiplied"):
+        ops.matmul(torch.ones(2, 3, 4, 5), torch.ones(4, 5, 6))
+    with pytest.raises(ValueError, match=r"\[4\] and \[5\] cannot be multiplied"):
+        ops.matmul(torch.ones(4), torch.ones(5))
+    with pytest.raises(ValueError, match=r"expected out of shape \[2, 3, 4\], got \[2, 3, 4, 1\]"):
+        ops.matmul(torch.ones(2, 3, 4, 5), torch.ones(5), out=torch.empty(2, 3, 4, 1))
 
 
 def test_matmul_large_releases_the_gil(path):
