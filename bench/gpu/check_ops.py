@@ -571,6 +571,17 @@ def matmul_cases(torch, mk):
         yield Case("matmul", dtype, "padded rows (sliced a)", [a, b], {},
                    torch.empty(m, n, dtype=dtype, device=mk.device),
                    lambda a=a, b=b, ref=ref: ref(a, b), "matmul")
+        # torch.matmul's rules on the host: a GQA product of expanded K
+        # heads (called once per KV head), and 1-D operands.
+        q = mk.dense([2, 2, 3, 4, k], dtype)
+        kt = mk.dense([2, 2, 5, k], dtype)[:, :, None].expand(2, 2, 3, 5, k).transpose(-1, -2)
+        yield Case("matmul", dtype, "GQA: 5-D q @ expanded K^T", [q, kt], {},
+                   torch.empty(2, 2, 3, 4, 5, dtype=dtype, device=mk.device),
+                   lambda a=q, b=kt, ref=ref: ref(a, b), "matmul")
+        v, b = mk.dense([k], dtype), mk.dense([2, k, n], dtype)
+        yield Case("matmul", dtype, "1-D a @ 3-D b", [v, b], {},
+                   torch.empty(2, n, dtype=dtype, device=mk.device),
+                   lambda a=v, b=b, ref=ref: ref(a, b), "matmul")
         out = torch.empty(n, m, dtype=dtype, device=mk.device).t()
         a, b = mk.dense([m, k], dtype), mk.dense([k, n], dtype)
         yield Case("matmul", dtype, "column-major out", [a, b], {}, out,
