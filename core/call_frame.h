@@ -128,7 +128,7 @@ class CallFrame {
     num_refs_ = 0;
     arena_used_ = 0;
     num_inputs = num_attrs = num_outputs = 0;
-    dispatch_ref = out_ref = nullptr;
+    dispatch_ref = out_ref = inout_ref = nullptr;
     result = nullptr;
     work = 0;
     repeat.ndim = 0;
@@ -155,7 +155,7 @@ class CallFrame {
     call.num_inputs = num_inputs;
     call.num_attrs = num_attrs;
     call.attrs = attrs;
-    call.outputs = with_outputs ? &output : nullptr;
+    call.outputs = with_outputs ? outputs : nullptr;
     call.num_outputs = with_outputs ? num_outputs : 0;
     call.stream = stream;
     call.kernel_data = const_cast<void*>(kernel_data);
@@ -181,10 +181,14 @@ class CallFrame {
   int num_inputs = 0;
   tf_arg attrs[kMaxAttrs];
   int num_attrs = 0;
-  tf_tensor output;
+  // outputs[0] is out=; outputs[1] an input the op also writes (inout_ref).
+  static constexpr int kMaxOutputs = 2;
+  tf_tensor outputs[kMaxOutputs];
+  tf_tensor& output = outputs[0];
   int num_outputs = 0;
   TensorRef* dispatch_ref = nullptr;  // the tensor whose device/dtype key
   TensorRef* out_ref = nullptr;
+  TensorRef* inout_ref = nullptr;    // read and written in place (residual)
   PyObject* result = nullptr;        // borrowed; returned with a new reference
   PyObject* owned_result = nullptr;  // an out= the host allocated
   PyObject* keep_alive = nullptr;    // owned, e.g. a snapshot of a list arg

@@ -191,24 +191,25 @@ bool CheckShape(const char* op, const char* what, const TensorRef& ref,
                   ShapeText(ndim, shape), ShapeText(v.ndim, v.shape)));
 }
 
-bool CheckWritable(const char* op, const TensorRef& out) {
+bool CheckWritable(const char* op, const TensorRef& out, const char* what) {
   if (out.numel == 0) return true;  // nothing is written
   const tf_tensor& v = out.view;
   for (int d = 0; d < v.ndim; ++d) {
     if (v.shape[d] > 1 && v.strides[d] == 0) {
       return RaiseError(
           PyExc_ValueError,
-          fmt::format("{}(): out has stride 0 on dim {} of size {} (an "
+          fmt::format("{}(): {} has stride 0 on dim {} of size {} (an "
                       "expanded tensor), so several results would land in "
                       "one element; pass a tensor with its own memory",
-                      op, d, v.shape[d]));
+                      op, what, d, v.shape[d]));
     }
   }
   return true;
 }
 
 bool CheckNoOverlap(const char* op, const char* what, const TensorRef& input,
-                    const TensorRef& out, bool exact_alias_ok) {
+                    const TensorRef& out, bool exact_alias_ok,
+                    const char* out_name) {
   uintptr_t in_lo, in_hi, out_lo, out_hi;
   MemorySpan(input, &in_lo, &in_hi);
   MemorySpan(out, &out_lo, &out_hi);
@@ -223,18 +224,19 @@ bool CheckNoOverlap(const char* op, const char* what, const TensorRef& input,
   if (overlap == Overlap::kUndecided) {
     return RaiseError(
         PyExc_ValueError,
-        fmt::format("{}(): out and {} interleave in memory in a way too "
+        fmt::format("{}(): {} and {} interleave in memory in a way too "
                     "costly to check element by element, so they may share "
-                    "elements; pass a separate out tensor",
-                    op, what));
+                    "elements; pass a separate {} tensor",
+                    op, out_name, what, out_name));
   }
   return RaiseError(
       PyExc_ValueError,
-      fmt::format("{}(): out overlaps {} in memory{}; pass a separate out "
+      fmt::format("{}(): {} overlaps {} in memory{}; pass a separate {} "
                   "tensor",
-                  op, what,
+                  op, out_name, what,
                   exact_alias_ok ? " without being exactly the same view"
-                                 : " (this op does not work in place)"));
+                                 : " (this op does not work in place)",
+                  out_name));
 }
 
 bool InitGradCheck(PyObject* torch_module) {

@@ -18,13 +18,15 @@ bool CheckSameDtype(const char* op, const char* what, const TensorRef& ref,
 bool CheckFloat(const char* op, const TensorRef& ref);
 bool CheckShape(const char* op, const char* what, const TensorRef& ref,
                 int ndim, const int64_t* shape);
-// The output must not write one element twice (a stride of 0 on a dim of
-// size > 1, as after expand()).
-bool CheckWritable(const char* op, const TensorRef& out);
+// An output (`what`: out, or an input written in place) must not write one
+// element twice (a stride of 0 on a dim of size > 1, as after expand()).
+bool CheckWritable(const char* op, const TensorRef& out,
+                   const char* what = "out");
 // Outputs may alias an input exactly only where `exact_alias_ok`; any other
-// overlap of their memory is refused.
+// overlap of their memory is refused. `out_name` names the output.
 bool CheckNoOverlap(const char* op, const char* what, const TensorRef& input,
-                    const TensorRef& out, bool exact_alias_ok);
+                    const TensorRef& out, bool exact_alias_ok,
+                    const char* out_name = "out");
 // torch's out= functions refuse inputs that require grad while grad mode is
 // on; so do we, rather than silently detaching.
 bool CheckNoGrad(const char* op, const TensorRef& ref, bool out_given);

@@ -199,9 +199,11 @@ PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
     status = CallKernel(*kernel, call, f.repeat);
   }
   // Even a failed kernel may have written part of out: autograd must see it.
-  if (f.out_ref != nullptr && f.out_ref->view.source_kind == TF_SOURCE_ATEN &&
-      !Bridge::Get().versions().Bump(f.out_ref->object, f.out_ref->handle())) {
-    return nullptr;
+  for (const TensorRef* written : {f.out_ref, f.inout_ref}) {
+    if (written != nullptr && written->view.source_kind == TF_SOURCE_ATEN &&
+        !Bridge::Get().versions().Bump(written->object, written->handle())) {
+      return nullptr;
+    }
   }
   if (status != TF_OK) {
     RaiseError(ErrorTypeFor(status),

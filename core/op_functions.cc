@@ -64,7 +64,7 @@ std::string PythonSignature(const OpFunction& fn, bool self_marker) {
       params.push_back("*");
       star = true;
     }
-    if (a.written) {
+    if (a.is_out()) {
       out_declared = true;
       params.push_back(a.name);
     } else {
@@ -86,7 +86,7 @@ bool Derive(OpFunction* fn) {
   sig.name = fn->name.c_str();
   sig.allow_stream_out = entry.geometry != Geometry::kNoop;
   for (const SchemaArg& a : fn->schema.args) {
-    if (a.written) continue;  // the out= every op parses
+    if (a.is_out()) continue;  // the out= every op parses
     if (sig.num_params == kMaxParams) {
       return RaiseError(PyExc_ImportError,
                         fmt::format("torchferry._C: op {} has more than {} "

@@ -428,6 +428,23 @@ bool PrepareSiluAndMul(const OpFunction& fn, const ParsedArgs& args,
   return true;
 }
 
+// The float argument `index` (eps), or its schema default when absent.
+bool EpsAttr(const OpFunction& fn, const ParsedArgs& args, int index,
+             CallFrame& f, double* eps) {
+  *eps = fn.schema.args[index].default_value.f;
+  PyObject* e = args.values[index];
+  if (e == nullptr || e == Py_None) return true;
+  if (!PyFloat_Check(e) && !PyLong_Check(e)) f.NotePython();  // __float__
+  *eps = PyFloat_AsDouble(e);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return RaiseError(PyExc_TypeError,
+                      fmt::format("{}(): expected eps to be a float, got {}",
+                                  fn.name, Py_TYPE(e)->tp_name));
+  }
+  return true;
+}
+
 bool PrepareRmsNorm(const OpFunction& fn, const ParsedArgs& args,
                     CallFrame& f) {
   const char* op = fn.name.c_str();
@@ -443,19 +460,8 @@ bool PrepareRmsNorm(const OpFunction& fn, const ParsedArgs& args,
   if (w == nullptr) return false;
   const int64_t last = x->view.shape[ndim - 1];
   if (!CheckShape(op, "weight", *w, 1, &last)) return false;
-  double eps = fn.schema.args[2].default_value.f;
-  if (args.values[2] != nullptr && args.values[2] != Py_None) {
-    PyObject* e = args.values[2];
-    if (!PyFloat_Check(e) && !PyLong_Check(e)) f.NotePython();  // __float__
-    eps = PyFloat_AsDouble(e);
-    if (PyErr_Occurred()) {
-      PyErr_Clear();
-      return RaiseError(PyExc_TypeError,
-                        fmt::format("rms_norm(): expected eps to be a float, "
-                                    "got {}",
-                                    Py_TYPE(args.values[2])->tp_name));
-    }
-  }
+  double eps;
+  if (!EpsAttr(fn, args, 2, f, &eps)) return false;
   if (!TakeOut(op, args, f, *x, x->dtype, ndim, x->view.shape) ||
       !CheckNoOverlap(op, "input", *x, *f.out_ref, false) ||
       !CheckNoOverlap(op, "weight", *w, *f.out_ref, false)) {
@@ -463,6 +469,55 @@ bool PrepareRmsNorm(const OpFunction& fn, const ParsedArgs& args,
   }
   f.attrs[f.num_attrs++] = FloatArg(eps);
   SetTensorInputs(f, {x, w}, x->numel * 2);
+  return true;
+}
+
+// residual += input, in place, then rms_norm of residual into out. The
+// kernel gets residual as its second output, read and written; none of the
+// four tensors may overlap another (a residual that aliased input would be
+// doubled, not summed).
+bool PrepareAddRmsNorm(const OpFunction& fn, const ParsedArgs& args,
+                       CallFrame& f) {
+  const char* op = fn.name.c_str();
+  TensorRef* x = f.Take(args.values[0], "input", false);
+  if (x == nullptr || !CheckFloat(op, *x)) return false;
+  const int ndim = x->view.ndim;
+  if (ndim < 1) {
+    return RaiseError(PyExc_ValueError,
+                      fmt::format("{}(): expected input with at least one "
+                                  "dim, got a 0-dim tensor",
+                                  op));
+  }
+  TensorRef* r = f.Take(args.values[1], "residual", /*writable=*/true);
+  if (r == nullptr || !CheckSameDevice(op, "residual", *r, *x) ||
+      !CheckSameDtype(op, "residual", *r, *x) ||
+      !CheckShape(op, "residual", *r, ndim, x->view.shape) ||
+      !CheckWritable(op, *r, "residual")) {
+    return false;
+  }
+  if (r->view.source_kind == TF_SOURCE_ATEN &&
+      !Bridge::Get().versions().CheckWritable(op, r->object, r->handle())) {
+    return false;
+  }
+  TensorRef* w = TakeLike(op, "weight", args.values[2], f, *x);
+  if (w == nullptr) return false;
+  const int64_t last = x->view.shape[ndim - 1];
+  if (!CheckShape(op, "weight", *w, 1, &last)) return false;
+  double eps;
+  if (!EpsAttr(fn, args, 3, f, &eps) ||
+      !TakeOut(op, args, f, *x, x->dtype, ndim, x->view.shape) ||
+      !CheckNoOverlap(op, "input", *x, *f.out_ref, false) ||
+      !CheckNoOverlap(op, "weight", *w, *f.out_ref, false) ||
+      !CheckNoOverlap(op, "residual", *r, *f.out_ref, false) ||
+      !CheckNoOverlap(op, "input", *x, *r, false, "residual") ||
+      !CheckNoOverlap(op, "weight", *w, *r, false, "residual")) {
+    return false;
+  }
+  f.inout_ref = r;
+  f.outputs[1] = r->view;
+  f.num_outputs = 2;
+  f.attrs[f.num_attrs++] = FloatArg(eps);
+  SetTensorInputs(f, {x, w}, x->numel * 3);
   return true;
 }
 
@@ -703,6 +758,8 @@ PrepareFn PrepareFor(Geometry geometry) {
       return &PrepareSiluAndMul;
     case Geometry::kRowNorm:
       return &PrepareRmsNorm;
+    case Geometry::kAddRowNorm:
+      return &PrepareAddRmsNorm;
     case Geometry::kSoftmax:
       return &PrepareSoftmax;
     case Geometry::kMatmul:

@@ -371,9 +371,9 @@ class Parser {
                                      "'-> Tensor(a!)'",
                                      a.name));
       }
-      if (a.written && (!a.kwarg_only || a.optional || a.has_default)) {
+      if (a.written && (a.optional || a.has_default)) {
         return FailAt(0, fmt::format("'{}' is written (Tensor(x!)): expected "
-                                     "a keyword-only Tensor without a default",
+                                     "a Tensor without a default",
                                      a.name));
       }
     }
@@ -390,15 +390,15 @@ class Parser {
       if (r.alias == 0) continue;
       bool found = false;
       for (const SchemaArg& a : s->args)
-        found |= a.written && a.alias == r.alias;
+        found |= a.is_out() && a.alias == r.alias;
       if (!found) {
-        return FailAt(0, fmt::format("a return is Tensor({}!) but no argument "
-                                     "is",
+        return FailAt(0, fmt::format("a return is Tensor({}!) but no "
+                                     "argument after '*' is",
                                      r.alias));
       }
     }
     for (const SchemaArg& a : s->args) {
-      if (!a.written) continue;
+      if (!a.is_out()) continue;
       bool returned = false;
       for (const SchemaReturn& r : s->returns) returned |= r.alias == a.alias;
       if (!returned) {
@@ -466,7 +466,7 @@ int OpSchema::FindArg(std::string_view arg) const {
 int OpSchema::num_tensor_args() const {
   int n = 0;
   for (const SchemaArg& a : args) {
-    n += !a.written &&
+    n += !a.is_out() &&
          (a.type == ArgType::kTensor || a.type == ArgType::kTensorList);
   }
   return n;

@@ -7,8 +7,9 @@
 // The subset torchferry speaks: argument types Tensor, Tensor?, Tensor[],
 // int, float, bool and Scalar (each but Tensor[] optional with `?`); `*`
 // starts the keyword-only arguments; a default is None, True, False, an int
-// or a float literal; `Tensor(a!)` marks an argument the op writes, and a
-// return with the same annotation is that argument. The built-in ops
+// or a float literal; `Tensor(a!)` marks an argument the op writes: after
+// `*` an out=, which a return with the same annotation is; before `*` an
+// input it updates in place, which no return names. The built-in ops
 // (core/op_table.h) and every op a plugin declares (ABI 1.1) go through the
 // same parser, so a bad declaration is refused with the column it breaks at.
 #pragma once
@@ -40,10 +41,16 @@ struct SchemaArg {
   ArgType type = ArgType::kTensor;
   bool optional = false;    // `?`: None is a value
   bool kwarg_only = false;  // after `*`
-  bool written = false;     // Tensor(a!): the op writes it (an out=)
+  bool written = false;     // Tensor(a!): the op writes it
   char alias = 0;           // the alias set letter of Tensor(a) / (a!), or 0
   bool has_default = false;
   SchemaDefault default_value;
+
+  // Written after `*`: the op's out=, which it returns.
+  bool is_out() const { return written && kwarg_only; }
+  // Written before `*`: an input the op also updates in place (as
+  // add_rms_norm's residual), never returned.
+  bool in_place() const { return written && !kwarg_only; }
 };
 
 struct SchemaReturn {
@@ -70,6 +77,7 @@ struct OpSchema {
   std::string ToString() const;
   // Index of the argument called `name`, or -1.
   int FindArg(std::string_view name) const;
+  // Tensor and Tensor[] arguments but the out=.
   int num_tensor_args() const;
 };
 

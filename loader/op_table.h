@@ -56,7 +56,8 @@ enum class Geometry : uint8_t {
   kRotary,     // cos, sin: [..., r/2], broadcast to input.shape[:-1]
   kAttention,  // q, k, v, mask: torch's scaled_dot_product_attention
   // core/prepare_linear.cc:
-  kLinear,  // input [..., K], weight [N, K] -> [..., N], as matmul's shapes
+  kLinear,      // input [..., K], weight [N, K] -> [..., N], as matmul's shapes
+  kAddRowNorm,  // residual += input in place, then kRowNorm of residual
 };
 
 struct OpEntry {
@@ -199,6 +200,17 @@ inline constexpr OpEntry kOpTable[] = {
      "shapes equal except at dim (the host drops torch's legacy 1-D empty "
      "tensors beside tensors of another ndim). attrs: dim, `TF_ARG_INT` in "
      "[0, ndim). out: the shape with the sizes at dim summed."},
+    {"add_rms_norm(Tensor input, Tensor(a!) residual, Tensor weight, *, "
+     "float eps=1e-06) -> Tensor",
+     DtypeRule::kFloat, AliasRule::kNone, Geometry::kAddRowNorm,
+     "residual += input in place, then rms_norm(residual, weight, eps): a "
+     "decoder's residual add and norm in one pass, as vLLM's "
+     "fused_add_rms_norm",
+     "inputs: x, ndim >= 1; weight, 1-D of x's last dim, same dtype. attrs: "
+     "eps, `TF_ARG_FLOAT`. outputs: out, then residual, both x's shape and "
+     "dtype; residual is read and written. residual = residual + x (rounded "
+     "to the dtype, as add), then out = rms_norm of the new residual, as "
+     "rms_norm computes it. No two of x, weight, residual and out overlap."},
 };
 
 inline constexpr size_t kNumOps = std::size(kOpTable);

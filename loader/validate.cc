@@ -285,6 +285,12 @@ class Validator {
           where);
     }
     for (const SchemaArg& a : args) {
+      if (a.in_place()) {
+        return Fail(
+            "{}: argument '{}' is written in place (Tensor(x!) before '*'); "
+            "declared ops write only their out= in ABI 1.1",
+            where, a.name);
+      }
       if (a.type == ArgType::kTensorList) {
         return Fail(
             "{}: argument '{}' is a Tensor[]; declared ops take "

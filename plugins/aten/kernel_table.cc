@@ -52,6 +52,7 @@ std::vector<OpSpec> OpSpecs() {
       // embedding and cat
       {"embedding", Embedding, all},
       {"cat", Cat, all},
+      {"add_rms_norm", AddRmsNorm, floats},
   };
 }
 

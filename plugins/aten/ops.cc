@@ -152,18 +152,31 @@ void SiluAndMul(BoundTensors& tensors, const tf_call&) {
   at::mul_out(out, out, x.narrow(-1, half, half));
 }
 
-void RmsNorm(BoundTensors& tensors, const tf_call& call) {
-  // ATen's rms_norm has no out= form. This follows its composite definition
-  // step for step: normalise in the op-math type (float32 for the half
-  // types), round to x's dtype, then scale by the weight in x's dtype.
-  const at::Tensor& x = tensors.Input(0);
-  const at::Tensor& weight = tensors.Input(1);
-  const double eps = FloatAttr(call, 0);
+namespace {
+// ATen's rms_norm has no out= form. This follows its composite definition
+// step for step: normalise in the op-math type (float32 for the half types),
+// round to x's dtype, then scale by the weight in x's dtype.
+void RmsNormInto(at::Tensor& out, const at::Tensor& x, const at::Tensor& weight,
+                 double eps) {
   const at::Tensor wide = x.to(at::toOpMathType(x.scalar_type()));
   const std::array<int64_t, 1> last_dim{-1};
   const at::Tensor inv_rms =
       at::rsqrt(wide.square().mean(last_dim, /*keepdim=*/true).add_(eps));
-  at::mul_out(tensors.Output(0), wide.mul(inv_rms).to(x.scalar_type()), weight);
+  at::mul_out(out, wide.mul(inv_rms).to(x.scalar_type()), weight);
+}
+}  // namespace
+
+void RmsNorm(BoundTensors& tensors, const tf_call& call) {
+  RmsNormInto(tensors.Output(0), tensors.Input(0), tensors.Input(1),
+              FloatAttr(call, 0));
+}
+
+void AddRmsNorm(BoundTensors& tensors, const tf_call& call) {
+  // The second output is the residual, read and written in place.
+  at::Tensor& residual = tensors.Output(1);
+  residual.add_(tensors.Input(0));
+  RmsNormInto(tensors.Output(0), residual, tensors.Input(1),
+              FloatAttr(call, 0));
 }
 
 void Softmax(BoundTensors& tensors, const tf_call& call) {

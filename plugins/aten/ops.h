@@ -21,6 +21,7 @@ void Stack(BoundTensors& tensors, const tf_call& call);
 void Cast(BoundTensors& tensors, const tf_call& call);
 void SiluAndMul(BoundTensors& tensors, const tf_call& call);
 void RmsNorm(BoundTensors& tensors, const tf_call& call);
+void AddRmsNorm(BoundTensors& tensors, const tf_call& call);
 void Softmax(BoundTensors& tensors, const tf_call& call);
 void Matmul(BoundTensors& tensors, const tf_call& call);
 // Binding the views is all it does: it measures the dispatch and wrapping.

@@ -1,7 +1,7 @@
-// The row-wise reductions: rms_norm (over the last dim) and softmax (over any
-// dim). Both sum in the accumulate type (float32 for the 16-bit floats,
-// float64 for float64) and write each output once, rounding to the stored
-// dtype at the end.
+// The row-wise reductions: rms_norm and add_rms_norm (over the last dim) and
+// softmax (over any dim). Both sum in the accumulate type (float32 for the
+// 16-bit floats, float64 for float64) and write each output once, rounding to
+// the stored dtype at the end.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -294,71 +294,116 @@ void ScaleRowUnit(const T* __restrict x, const T* __restrict w,
   }
 }
 
+// out = rms_norm(x) * weight over x's last dim; eps_arg as the ABI gives it.
+template <typename T>
+tf_status RmsNormRows(const tf_call* call, const char* op, const tf_tensor& x,
+                      const tf_tensor& weight, const tf_tensor& out,
+                      const tf_arg& eps_arg) {
+  using A = AccumulateOf<T>;
+  if (x.ndim < 1 || weight.ndim != 1 ||
+      weight.shape[0] != x.shape[x.ndim - 1]) {
+    return Fail(call, TF_ERROR_INVALID_ARGUMENT,
+                "%s: expected x with at least 1 dim and a 1-D weight "
+                "of x's last dim, found x with %d dims and weight with %d",
+                op, x.ndim, weight.ndim);
+  }
+  if (eps_arg.kind != TF_ARG_FLOAT && eps_arg.kind != TF_ARG_INT) {
+    return Fail(call, TF_ERROR_INVALID_ARGUMENT,
+                "%s: expected eps as a float attribute, found "
+                "argument kind %d",
+                op, static_cast<int>(eps_arg.kind));
+  }
+  const A eps = eps_arg.kind == TF_ARG_FLOAT ? static_cast<A>(eps_arg.value.f)
+                                             : static_cast<A>(eps_arg.value.i);
+  if (Numel(x) == 0) return TF_OK;
+
+  const int last = x.ndim - 1;
+  const int64_t n = x.shape[last];
+  const int64_t xs = x.strides[last];
+  const int64_t os = out.strides[last];
+  const int64_t ws = weight.strides[0];
+  const T* x_data = DataOf<const T>(x);
+  const T* w = DataOf<const T>(weight);
+  T* out_data = DataOf<T>(out);
+  const bool done = ForEachLine(
+      x, out, last, [&](const int64_t* off, int64_t len, const int64_t* st) {
+        for (int64_t r = 0; r < len; ++r) {
+          const T* xr = x_data + off[0] + r * st[0];
+          T* orow = out_data + off[1] + r * st[1];
+          if constexpr (kFloatLines<T>) {
+            if (xs == 1 && ws == 1 && os == 1) {
+              if (UseAvx2()) {
+                RmsNormLineAvx2(xr, w, orow, n, eps);
+              } else {
+                RmsNormLineBase(xr, w, orow, n, eps);
+              }
+              continue;
+            }
+          }
+          const A mean = SumOfSquares<T, A>(xr, xs, n) / static_cast<A>(n);
+          const A scale = A{1} / std::sqrt(mean + eps);
+          if (xs == 1 && ws == 1 && os == 1) {
+            ScaleRowUnit<T, A>(xr, w, orow, n, scale);
+            continue;
+          }
+          for (int64_t i = 0; i < n; ++i) {
+            orow[i * os] = Store<T>(static_cast<ComputeOf<T>>(
+                static_cast<A>(Load(xr[i * xs])) * scale *
+                static_cast<A>(Load(w[i * ws]))));
+          }
+        }
+      });
+  return done ? TF_OK : TooManyDims(call, op, x.ndim);
+}
+
 struct RmsNorm {
   static constexpr const char* kName = "rms_norm";
   template <typename T>
   static tf_status Run(const tf_call* call) {
     if (tf_status s = CheckArity(call, kName, 2, 1, 1); s != TF_OK) return s;
-    using A = AccumulateOf<T>;
-    const tf_tensor& x = TensorArg(call->inputs, 0);
-    const tf_tensor& weight = TensorArg(call->inputs, 1);
-    const tf_tensor& out = call->outputs[0];
-    const tf_arg& eps_arg = call->attrs[0];
-    if (x.ndim < 1 || weight.ndim != 1 ||
-        weight.shape[0] != x.shape[x.ndim - 1]) {
-      return Fail(call, TF_ERROR_INVALID_ARGUMENT,
-                  "rms_norm: expected x with at least 1 dim and a 1-D weight "
-                  "of x's last dim, found x with %d dims and weight with %d",
-                  x.ndim, weight.ndim);
-    }
-    if (eps_arg.kind != TF_ARG_FLOAT && eps_arg.kind != TF_ARG_INT) {
-      return Fail(call, TF_ERROR_INVALID_ARGUMENT,
-                  "rms_norm: expected eps as a float attribute, found "
-                  "argument kind %d",
-                  static_cast<int>(eps_arg.kind));
-    }
-    const A eps = eps_arg.kind == TF_ARG_FLOAT
-                      ? static_cast<A>(eps_arg.value.f)
-                      : static_cast<A>(eps_arg.value.i);
-    if (Numel(x) == 0) return TF_OK;
+    return RmsNormRows<T>(call, kName, TensorArg(call->inputs, 0),
+                          TensorArg(call->inputs, 1), call->outputs[0],
+                          call->attrs[0]);
+  }
+};
 
+// residual += x (rounded to T, as add), then out = rms_norm(residual): the
+// add runs row by row ahead of the norm, so each row is in cache for it.
+struct AddRmsNorm {
+  static constexpr const char* kName = "add_rms_norm";
+  template <typename T>
+  static tf_status Run(const tf_call* call) {
+    if (tf_status s = CheckArity(call, kName, 2, 1, 2); s != TF_OK) return s;
+    const tf_tensor& x = TensorArg(call->inputs, 0);
+    const tf_tensor& residual = call->outputs[1];
+    if (x.ndim < 1 || residual.ndim != x.ndim) {
+      return Fail(call, TF_ERROR_INVALID_ARGUMENT,
+                  "%s: expected x with at least 1 dim and residual of x's "
+                  "shape, found %d and %d dims",
+                  kName, x.ndim, residual.ndim);
+    }
+    if (Numel(x) == 0) return TF_OK;
     const int last = x.ndim - 1;
     const int64_t n = x.shape[last];
     const int64_t xs = x.strides[last];
-    const int64_t os = out.strides[last];
-    const int64_t ws = weight.strides[0];
+    const int64_t rs = residual.strides[last];
     const T* x_data = DataOf<const T>(x);
-    const T* w = DataOf<const T>(weight);
-    T* out_data = DataOf<T>(out);
-    const bool done = ForEachLine(
-        x, out, last, [&](const int64_t* off, int64_t len, const int64_t* st) {
-          for (int64_t r = 0; r < len; ++r) {
-            const T* xr = x_data + off[0] + r * st[0];
-            T* orow = out_data + off[1] + r * st[1];
-            if constexpr (kFloatLines<T>) {
-              if (xs == 1 && ws == 1 && os == 1) {
-                if (UseAvx2()) {
-                  RmsNormLineAvx2(xr, w, orow, n, eps);
-                } else {
-                  RmsNormLineBase(xr, w, orow, n, eps);
-                }
-                continue;
-              }
-            }
-            const A mean = SumOfSquares<T, A>(xr, xs, n) / static_cast<A>(n);
-            const A scale = A{1} / std::sqrt(mean + eps);
-            if (xs == 1 && ws == 1 && os == 1) {
-              ScaleRowUnit<T, A>(xr, w, orow, n, scale);
-              continue;
-            }
-            for (int64_t i = 0; i < n; ++i) {
-              orow[i * os] = Store<T>(static_cast<ComputeOf<T>>(
-                  static_cast<A>(Load(xr[i * xs])) * scale *
-                  static_cast<A>(Load(w[i * ws]))));
-            }
-          }
-        });
-    return done ? TF_OK : TooManyDims(call, kName, x.ndim);
+    T* r_data = DataOf<T>(residual);
+    const bool done =
+        ForEachLine(x, residual, last,
+                    [&](const int64_t* off, int64_t len, const int64_t* st) {
+                      for (int64_t r = 0; r < len; ++r) {
+                        const T* xr = x_data + off[0] + r * st[0];
+                        T* rr = r_data + off[1] + r * st[1];
+                        for (int64_t i = 0; i < n; ++i) {
+                          rr[i * rs] = Store<T>(static_cast<ComputeOf<T>>(
+                              Load(rr[i * rs]) + Load(xr[i * xs])));
+                        }
+                      }
+                    });
+    if (!done) return TooManyDims(call, kName, x.ndim);
+    return RmsNormRows<T>(call, kName, residual, TensorArg(call->inputs, 1),
+                          call->outputs[0], call->attrs[0]);
   }
 };
 
@@ -503,6 +548,7 @@ struct Softmax {
 };
 
 constexpr auto kTable = JoinKernels(KernelsFor<RmsNorm>(FloatTypes{}),
+                                    KernelsFor<AddRmsNorm>(FloatTypes{}),
                                     KernelsFor<Softmax>(FloatTypes{}));
 
 }  // namespace

@@ -18,6 +18,7 @@ tf_status Stack(const tf_call* call);
 tf_status Cast(const tf_call* call);
 tf_status SiluAndMul(const tf_call* call);
 tf_status RmsNorm(const tf_call* call);
+tf_status AddRmsNorm(const tf_call* call);
 tf_status Softmax(const tf_call* call);
 tf_status Matmul(const tf_call* call);
 tf_status Noop(const tf_call* call);

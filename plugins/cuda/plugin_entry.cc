@@ -55,6 +55,7 @@ void BuildKernelTable() {
   Register("cast", &NoThrow<Cast>, kAll);
   Register("silu_and_mul", &NoThrow<SiluAndMul>, kFloat);
   Register("rms_norm", &NoThrow<RmsNorm>, kFloat);
+  Register("add_rms_norm", &NoThrow<AddRmsNorm>, kFloat);
   Register("softmax", &NoThrow<Softmax>, kFloat);
   Register("matmul", &NoThrow<Matmul>, kFloat);
   Register("noop", &NoThrow<Noop>, kAll);

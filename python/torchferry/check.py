@@ -151,8 +151,10 @@ def _compare(op, actual, expected):
     return None
 
 
-def _run_case(op, calls, reference, reference_takes_out):
-    """(status, detail) of one case: every call against the reference."""
+def _run_case(op, calls, reference, reference_takes_out, in_place=()):
+    """(status, detail) of one case: every call against the reference.
+    `in_place`: the positions of arguments the op updates in place, held to
+    the reference's update of its own copy instead of staying unchanged."""
     import torch
 
     import torchferry
@@ -172,7 +174,9 @@ def _run_case(op, calls, reference, reference_takes_out):
                 expected = reference(*ref_args, **ref_kwargs)
         except Exception as e:
             return "reference_error", f"{label}: the reference raised {type(e).__name__}: {e}"
-        inputs = [t for t in _tensors_of(args, kwargs) if t is not kwargs.get("out")]
+        updated = [(args[i], ref_args[i]) for i in in_place]
+        inputs = [t for t in _tensors_of(args, kwargs)
+                  if t is not kwargs.get("out") and not any(t is u for u, _ in updated)]
         before = [t.clone() for t in inputs]
         try:
             actual = fn(*args, **kwargs)
@@ -190,6 +194,10 @@ def _run_case(op, calls, reference, reference_takes_out):
         problem = _compare(op, actual, expected)
         if problem:
             return "fail", f"{label}: {problem}"
+        for i, (tensor, expected_update) in zip(in_place, updated):
+            problem = _compare(op, tensor, expected_update)
+            if problem:
+                return "fail", f"{label}: argument {i + 1}, updated in place: {problem}"
         for tensor, saved in zip(inputs, before):
             if any(tensor is o for o in [kwargs.get("out")]):
                 continue
@@ -268,7 +276,8 @@ def _child_run(spec):
                 _emit({**record, "status": "n/a", "detail": "the kind does not apply to the op"})
                 continue
             _emit({**record, "type": "start"})
-            status, detail = _run_case(op, calls, ref, " out)" in schema["schema"].split("->")[0])
+            in_place = [i for i, a in enumerate(schema["args"]) if a["written"] and not a["kwarg_only"]]
+            status, detail = _run_case(op, calls, ref, " out)" in schema["schema"].split("->")[0], in_place)
             _emit({**record, "status": status, "detail": detail})
     _emit({"type": "done"})
 

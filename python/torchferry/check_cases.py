@@ -48,11 +48,12 @@ REDUCING_TOLERANCES = {
     torch.float16: (1e-2, 1e-2),
     torch.bfloat16: (5e-2, 5e-2),
 }
-REDUCING = {"softmax", "rms_norm", "matmul", "linear", "scaled_dot_product_attention", "rotary_embedding"}
+REDUCING = {"softmax", "rms_norm", "add_rms_norm", "matmul", "linear", "scaled_dot_product_attention",
+            "rotary_embedding"}
 # reference.py computes these in float32 (their contract asks for at least
 # float32): a float64 result is held to float32's tolerance, and their
 # special values are float32's without the extremes.
-FLOAT32_REFERENCES = {"silu_and_mul", "rms_norm", "softmax"}
+FLOAT32_REFERENCES = {"silu_and_mul", "rms_norm", "add_rms_norm", "softmax"}
 
 
 def tolerance(op, dtype):
@@ -254,6 +255,16 @@ def _rms_norm(kind, make):
     return [((x, weight), {}), ((x, weight), {"eps": 1e-3})]
 
 
+def _add_rms_norm(kind, make):
+    # The residual is written: never a broadcast view (its own memory).
+    if kind in ("alias", "zero_dim"):
+        return None
+    shape = _shape(kind)
+    x = expanded(make, shape) if kind == "broadcast" else make(shape)
+    residual, weight = make(shape), make(shape[-1:])
+    return [((x, residual, weight), {}), ((x, residual, weight), {"eps": 1e-3})]
+
+
 def _softmax(kind, make):
     if kind == "alias":
         return None
@@ -367,6 +378,7 @@ GENERATORS = {
     "cast": _cast,
     "silu_and_mul": _silu_and_mul,
     "rms_norm": _rms_norm,
+    "add_rms_norm": _add_rms_norm,
     "softmax": _softmax,
     "matmul": _matmul,
     "noop": _noop,

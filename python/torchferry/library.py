@@ -98,8 +98,11 @@ class _Op:
         args = schema["args"]
         self.variadic = "(*" in schema["signature"]  # noop(*tensors)
         # out declared by the schema itself (cast): the op always writes it.
-        self.writes = any(a["written"] for a in args)
-        self.params = [a for a in args if not a["written"]]
+        self.writes = any(a["written"] and a["kwarg_only"] for a in args)
+        # Parameters include an input the op updates in place (written, not
+        # keyword-only: add_rms_norm's residual), which torch's schema marks
+        # as mutated so that functionalization sees the write.
+        self.params = [a for a in args if not (a["written"] and a["kwarg_only"])]
         self.positional = [a["name"] for a in self.params if not a["kwarg_only"]]
         self.keyword = [a["name"] for a in self.params if a["kwarg_only"]]
         self.numbers = {a["name"] for a in self.params if a["number_ok"]}
@@ -111,11 +114,13 @@ class _Op:
     def torch_schemas(self):
         """{overload: schema text without the name}."""
         params, star = [], False
+        mutated = iter("bcdefghijklmnopqrstuvwxyz")  # (a!) is out's
         for a in self.params:
             if a["kwarg_only"] and not star:
                 params.append("*")
                 star = True
-            text = f"{a['type']}{'?' if a['optional'] else ''} {a['name']}"
+            alias = f"({next(mutated)}!)" if a["written"] else ""
+            text = f"{a['type']}{alias}{'?' if a['optional'] else ''} {a['name']}"
             if a["default"] is not None:
                 text += f"={a['default']}"
             params.append(text)

@@ -47,7 +47,7 @@ def _stub_params(schema):
         params.append(f"{a['name']}: {kind}{default}")
     if not star:
         params.append("*")
-    if not any(a["written"] for a in schema["args"]):
+    if not any(a["written"] and a["kwarg_only"] for a in schema["args"]):
         params.append("out: Optional[torch.Tensor] = None")
     params.append("stream: Any = None")
     return ", ".join(params)

@@ -64,3 +64,6 @@ def embedding(input: torch.Tensor, weight: torch.Tensor, *, out: Optional[torch.
 
 def cat(tensors: Sequence[torch.Tensor], dim: int = 0, *, out: Optional[torch.Tensor] = None, stream: Any = None) -> torch.Tensor:
     """tensors joined along an existing dim"""
+
+def add_rms_norm(input: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, *, eps: float = 1e-06, out: Optional[torch.Tensor] = None, stream: Any = None) -> torch.Tensor:
+    """residual += input in place, then rms_norm(residual, weight, eps): a decoder's residual add and norm in one pass, as vLLM's fused_add_rms_norm"""

@@ -3,7 +3,9 @@ kernels are held to.
 
 `REFERENCES[name]` takes the arguments `torchferry.ops.<name>` takes (less
 `stream=`; `out=` only where the schema declares it, as for `cast`) and
-returns what the op returns, computed with torch ops. Reductions accumulate
+returns what the op returns, computed with torch ops; an argument the op
+updates in place (add_rms_norm's residual), the reference updates too.
+Reductions accumulate
 in float32 as the op table asks kernels to, then round once to the input's
 dtype. The test suite compares against these, the conformance check
 (`python -m torchferry check`) compares plugins against them, and
@@ -19,6 +21,11 @@ def _rms_norm(input, weight, eps=1e-6):
     x = input.float()
     normed = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
     return (normed * weight.float()).to(input.dtype)
+
+
+def _add_rms_norm(input, residual, weight, *, eps=1e-6):
+    residual.add_(input)  # in place, as the op updates it
+    return _rms_norm(residual, weight, eps)
 
 
 def _softmax(input, dim=-1):
@@ -137,4 +144,5 @@ REFERENCES = {
         input, weight
     ),
     "cat": lambda tensors, dim=0: torch.cat(list(tensors), dim),
+    "add_rms_norm": _add_rms_norm,
 }

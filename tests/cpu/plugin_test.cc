@@ -34,7 +34,8 @@ std::set<std::string> ExpectedKernels() {
     }
   };
   add({"abs", "neg", "add", "mul", "clamp"}, kArithmeticDtypes);
-  add({"exp", "silu", "silu_and_mul", "rms_norm", "softmax", "matmul"},
+  add({"exp", "silu", "silu_and_mul", "rms_norm", "add_rms_norm", "softmax",
+       "matmul"},
       kFloatDtypes);
   add({"stack", "cast", "noop"}, kAllDtypes);
   // attention

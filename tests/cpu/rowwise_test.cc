@@ -225,6 +225,57 @@ TEST_CASE("rms_norm of a zero row is zero, not NaN", "[rowwise]") {
   }
 }
 
+TEST_CASE("add_rms_norm writes the rounded sum, then its norm", "[rowwise]") {
+  const std::vector<std::vector<int64_t>> shapes = {
+      {4, 37}, {2, 3, 16}, {1, 1}, {3, 300}, {0, 8}};
+  uint32_t seed = 3000;
+  for (tf_dtype d : kFloatDtypes) {
+    for (const auto& shape : shapes) {
+      const int64_t n = shape.back();
+      for (Layout layout : kLayouts) {
+        INFO(Describe("add_rms_norm", d,
+                      ShapeText(shape) + " residual " + LayoutName(layout)));
+        TestTensor x = TestTensor::Contiguous(d, shape);
+        TestTensor residual = TestTensor::WithLayout(d, shape, layout);
+        TestTensor w = TestTensor::Contiguous(d, {n});
+        TestTensor out = TestTensor::WithLayout(d, shape, Layout::kGapped);
+        FillRandom(x, -3, 3, seed++);
+        FillRandom(residual, -3, 3, seed++);
+        FillRandom(w, 0.5, 1.5, seed++);
+        // The sum rounds to the dtype once, as torch's add; the norm reads
+        // that rounded sum.
+        std::vector<double> sum(static_cast<size_t>(x.numel()));
+        for (int64_t i = 0; i < x.numel(); ++i) {
+          sum[i] = RoundTo(d, residual.Get(i) + x.Get(i));
+        }
+        const double eps = 1e-5;
+        const CallResult r = CallBuilder()
+                                 .Input(x)
+                                 .Input(w)
+                                 .AttrFloat(eps)
+                                 .Output(out)
+                                 .Output(residual)
+                                 .Run("add_rms_norm", d);
+        INFO(r.message);
+        REQUIRE(r.status == TF_OK);
+        ExpectValues(residual, sum, kExact);
+        std::vector<double> want(sum.size());
+        for (int64_t row = 0; n > 0 && row < x.numel() / n; ++row) {
+          double squares = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            squares += sum[row * n + j] * sum[row * n + j];
+          }
+          const double scale = 1 / std::sqrt(squares / n + eps);
+          for (int64_t j = 0; j < n; ++j) {
+            want[row * n + j] = sum[row * n + j] * scale * w.Get(j);
+          }
+        }
+        ExpectValues(out, want, ReductionTolerance(d));
+      }
+    }
+  }
+}
+
 TEST_CASE("softmax matches the reference along every dim", "[rowwise]") {
   // Shapes with more than 64 neighbouring lines exercise the kernel's
   // column chunks; [1] is how a 0-dim tensor arrives.

@@ -72,6 +72,16 @@ TEST_CASE("written outputs and their returns", "[schema]") {
   CHECK(s.args[1].alias == 'a');
   CHECK(s.returns[0].alias == 'a');
   CHECK(s.num_tensor_args() == 1);
+  CHECK(s.args[1].is_out());
+  CHECK_FALSE(s.args[1].in_place());
+  // Before '*': an input the op updates in place, counted as an input.
+  OpSchema in_place = Parsed(
+      "add_rms_norm(Tensor input, Tensor(a!) residual, Tensor weight) -> "
+      "Tensor");
+  CHECK(in_place.args[1].in_place());
+  CHECK_FALSE(in_place.args[1].is_out());
+  CHECK(in_place.num_tensor_args() == 3);
+  CHECK(Parsed(in_place.ToString()).ToString() == in_place.ToString());
   OpSchema none = Parsed("noop(Tensor[] tensors) -> ()");
   CHECK(none.returns.empty());
   OpSchema two =
@@ -124,13 +134,17 @@ TEST_CASE("out and stream belong to every op", "[schema]") {
             .find("'stream' is an argument every op has") != std::string::npos);
   CHECK(Refusal("f(Tensor x, *, Tensor out) -> Tensor")
             .find("'out' is an argument every op has") != std::string::npos);
+  // Written before '*' is an input updated in place, which no return names.
   CHECK(Refusal("f(Tensor x, Tensor(a!) out) -> Tensor(a!)")
-            .find("expected a keyword-only Tensor without a default") !=
+            .find("a return is Tensor(a!) but no argument after '*' is") !=
         std::string::npos);
+  CHECK(Refusal("f(Tensor x, Tensor(a!)? y) -> Tensor")
+            .find("'y' is written (Tensor(x!)): expected a Tensor without a "
+                  "default") != std::string::npos);
   CHECK(Refusal("f(Tensor x, *, Tensor(a!) out) -> Tensor")
             .find("'out' is written but not returned") != std::string::npos);
   CHECK(Refusal("f(Tensor x) -> Tensor(b!)")
-            .find("a return is Tensor(b!) but no argument is") !=
+            .find("a return is Tensor(b!) but no argument after '*' is") !=
         std::string::npos);
 }
 

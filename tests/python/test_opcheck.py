@@ -28,6 +28,7 @@ SAMPLES = {
     "cast": [],  # out only: CAST_SAMPLES
     "silu_and_mul": [((r(4, 12),), {})],
     "rms_norm": [((r(4, 32), r(32).abs() + 0.5, 1e-5), {})],
+    "add_rms_norm": [((r(4, 32), r(4, 32), r(32).abs() + 0.5), {}), ((r(2, 3, 16), r(2, 3, 16), r(16)), {"eps": 1e-5})],
     "softmax": [((r(4, 10), 0), {}), ((r(3, 5),), {})],
     "matmul": [((r(4, 8), r(8, 3)), {}), ((r(2, 4, 8), r(2, 8, 3)), {}), ((r(8,), r(2, 3, 8, 3)), {}),
                ((r(2, 1, 4, 8), r(3, 8, 5)), {})],
@@ -64,12 +65,17 @@ def test_opcheck_functional(name, args, kwargs):
     torch.library.opcheck(_packet(name).default, args, kwargs)
 
 
+def _fresh(args):
+    """Copies of the tensors in args: an op may update one in place."""
+    return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+
+
 @pytest.mark.parametrize("name,args,kwargs", [c for c in _cases() if c.values[0] != "noop"])
 def test_opcheck_out(name, args, kwargs):
-    like = _packet(name).default(*args, **kwargs)
+    like = _packet(name).default(*_fresh(args), **kwargs)
     out = torch.empty_like(like, memory_format=torch.contiguous_format)
-    torch.library.opcheck(_packet(name).out, args, dict(kwargs, out=out))
-    _packet(name).out(*args, **kwargs, out=out)  # opcheck wrote into copies
+    torch.library.opcheck(_packet(name).out, _fresh(args), dict(kwargs, out=out))
+    _packet(name).out(*_fresh(args), **kwargs, out=out)  # opcheck wrote into copies
     torch.testing.assert_close(out, like, rtol=0, atol=0)
 
 

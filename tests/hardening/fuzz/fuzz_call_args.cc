@@ -660,6 +660,21 @@ void Call::Build() {
       }
       break;
     }
+    case Geometry::kAddRowNorm: {
+      const DtypeIndex dtype = MostlyFloat();
+      std::vector<int64_t> shape = Shape(std::max(1, Rank()));
+      Operand* x = Tensor(shape, dtype);
+      values_[0] = Input(x);
+      std::vector<int64_t> residual = shape;
+      if (in_.Pick(16) == 0) residual = Shape(Rank());
+      values_[1] =
+          Input(Tensor(residual, in_.Pick(16) == 0 ? AnyDtype() : dtype));
+      std::vector<int64_t> weight = {x->shape.back()};
+      if (in_.Pick(16) == 0) weight = Shape(Rank());
+      values_[2] = Input(Tensor(weight, dtype));
+      if (in_.Bit()) values_[3] = Keep(PyFloat_FromDouble(1e-6));
+      break;
+    }
     case Geometry::kEmbedding: {
       // Ids mostly int32/int64 (their values, drawn with the rest of the
       // fill, are mostly outside a small table); a table mostly 2-D.
@@ -668,7 +683,8 @@ void Call::Build() {
       std::vector<int64_t> ids_shape = Shape(Rank());
       values_[0] = Input(Tensor(ids_shape, id_dtype));
       std::vector<int64_t> table_shape =
-          in_.Pick(16) == 0 ? Shape(Rank()) : std::vector<int64_t>{Dim(), Dim()};
+          in_.Pick(16) == 0 ? Shape(Rank())
+                            : std::vector<int64_t>{Dim(), Dim()};
       values_[1] = Input(Tensor(table_shape, AnyDtype()));
       break;
     }
@@ -699,8 +715,8 @@ void Call::Build() {
       }
       values_[0] = list_;
       const int rank = static_cast<int>(lead.size());
-      values_[1] = Keep(PyLong_FromLong(static_cast<long>(in_.Pick(2 * rank + 3)) -
-                                        (rank + 1)));
+      values_[1] = Keep(PyLong_FromLong(
+          static_cast<long>(in_.Pick(2 * rank + 3)) - (rank + 1)));
       break;
     }
     case Geometry::kNoop:
