@@ -36,9 +36,10 @@ bool Canonical(GemmOperand s, int64_t rows, int64_t cols, inc_t* rs,
   return true;
 }
 
-template <typename T, typename Fn>
-bool Run(Fn fn, const T* a, GemmOperand as, const T* b, GemmOperand bs, T* c,
-         GemmOperand cs, int64_t m, int64_t k, int64_t n) {
+template <typename T, typename Fn, typename GemvFn>
+bool Run(Fn fn, GemvFn gemv, const T* a, GemmOperand as, const T* b,
+         GemmOperand bs, T* c, GemmOperand cs, int64_t m, int64_t k,
+         int64_t n) {
   inc_t rsa, csa, rsb, csb, rsc, csc;
   if (!Canonical(as, m, k, &rsa, &csa) || !Canonical(bs, k, n, &rsb, &csb) ||
       !Canonical(cs, m, n, &rsc, &csc)) {
@@ -48,6 +49,15 @@ bool Run(Fn fn, const T* a, GemmOperand as, const T* b, GemmOperand bs, T* c,
   T zero = 0;
   // BLIS's 0.9 API takes non-const pointers to its inputs; it only reads
   // them.
+  if (m == 1 && k > 0) {
+    // One row (a decode step's linear): BLIS's gemm packs all of b for it,
+    // a copy never reused, and is 5-7x slower than gemv, which reads b
+    // once in place. c = a b is c^T = b^T a^T: b^T has b's strides swapped.
+    gemv(BLIS_NO_TRANSPOSE, BLIS_NO_CONJUGATE, static_cast<dim_t>(n),
+         static_cast<dim_t>(k), &one, const_cast<T*>(b), csb, rsb,
+         const_cast<T*>(a), csa, &zero, c, csc);
+    return true;
+  }
   fn(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, static_cast<dim_t>(m),
      static_cast<dim_t>(n), static_cast<dim_t>(k), &one, const_cast<T*>(a), rsa,
      csa, const_cast<T*>(b), rsb, csb, &zero, c, rsc, csc);
@@ -58,12 +68,12 @@ bool Run(Fn fn, const T* a, GemmOperand as, const T* b, GemmOperand bs, T* c,
 
 bool Gemm(const float* a, GemmOperand as, const float* b, GemmOperand bs,
           float* c, GemmOperand cs, int64_t m, int64_t k, int64_t n) {
-  return Run(&bli_sgemm, a, as, b, bs, c, cs, m, k, n);
+  return Run(&bli_sgemm, &bli_sgemv, a, as, b, bs, c, cs, m, k, n);
 }
 
 bool Gemm(const double* a, GemmOperand as, const double* b, GemmOperand bs,
           double* c, GemmOperand cs, int64_t m, int64_t k, int64_t n) {
-  return Run(&bli_dgemm, a, as, b, bs, c, cs, m, k, n);
+  return Run(&bli_dgemm, &bli_dgemv, a, as, b, bs, c, cs, m, k, n);
 }
 
 }  // namespace torchferry::cpu
