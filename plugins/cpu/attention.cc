@@ -225,6 +225,9 @@ struct Attention {
     w.v = w.k + e_room;
     w.acc = w.v + ev_room;
 
+    // An empty operand (a head dim or key count of 0) may have no data
+    // pointer, and offsetting a null pointer is undefined: it stays null.
+    const auto Offset = [](auto* p, int64_t by) { return p ? p + by : p; };
     const T* qd = DataOf<const T>(q);
     const T* kd = DataOf<const T>(k);
     const T* vd = DataOf<const T>(v);
@@ -253,10 +256,10 @@ struct Attention {
         const int64_t kvh = h / group;
         RowArgs<T> r;
         r.q_step = q.strides[n - 1];
-        r.k = kd + off_k + kvh * k.strides[n - 3];
+        r.k = Offset(kd, off_k + kvh * k.strides[n - 3]);
         r.k_row = k.strides[n - 2];
         r.k_step = k.strides[n - 1];
-        r.v = vd + off_v + kvh * v.strides[n - 3];
+        r.v = Offset(vd, off_v + kvh * v.strides[n - 3]);
         r.v_row = v.strides[n - 2];
         r.v_step = v.strides[n - 1];
         r.mask_step = mask != nullptr ? mask->strides[n - 1] : 0;
@@ -265,8 +268,9 @@ struct Attention {
         r.ev = Ev;
         r.scale = scale;
         for (int64_t i = 0; i < L; ++i) {
-          r.q = qd + off_q + h * q.strides[n - 3] + i * q.strides[n - 2];
-          r.out = od + off_o + h * out.strides[n - 3] + i * out.strides[n - 2];
+          r.q = Offset(qd, off_q + h * q.strides[n - 3] + i * q.strides[n - 2]);
+          r.out = Offset(
+              od, off_o + h * out.strides[n - 3] + i * out.strides[n - 2]);
           const int64_t m_row =
               mask != nullptr
                   ? off_m + h * mask->strides[n - 3] + i * mask->strides[n - 2]

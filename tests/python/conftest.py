@@ -20,6 +20,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # The bridge paths a torch tensor can take under this torch: the calibrated
 # offset always, the shim where libtorch exports torch_tensor_from_pyobject.
+# Built unless -Daten=disabled (the sanitizer builds leave it out).
+needs_aten = pytest.mark.skipif(
+    not os.path.exists(os.path.join(torchferry.PLUGIN_DIR, "torchferry_aten.so")),
+    reason="this build has no ATen plugin (-Daten=disabled)",
+)
+
 PATHS = ["offset"] + (["shim"] if bridge.shim_available() else [])
 
 FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)

@@ -6,16 +6,14 @@ The same cases run on the ATen fallback in a subprocess."""
 
 import json
 import math
-import os
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-import torchferry
 from torchferry import ops
 from torchferry.reference import REFERENCES
-from conftest import assert_matches, cpu_kernel_dtypes, dtype_id, make, run_python
+from conftest import needs_aten, assert_matches, cpu_kernel_dtypes, dtype_id, make, run_python
 
 SDPA_NAME = "scaled_dot_product_attention"
 ROTARY = REFERENCES["rotary_embedding"]
@@ -361,10 +359,7 @@ def aten_cases():
     return results
 
 
-ATEN = os.path.exists(os.path.join(torchferry.PLUGIN_DIR, "torchferry_aten.so"))
-
-
-@pytest.mark.skipif(not ATEN, reason="this build has no ATen plugin (-Daten=disabled)")
+@needs_aten
 def test_aten_fallback_matches_torch():
     r = run_python(
         """

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from torchferry import ops
-from conftest import MyT, assert_matches, conversions, cpu_kernel_dtypes, dtype_id, make, plain, run_python
+from conftest import needs_aten, MyT, assert_matches, conversions, cpu_kernel_dtypes, dtype_id, make, plain, run_python
 
 
 def dtypes():
@@ -147,6 +147,7 @@ def test_cat_checks_out():
 
 
 @pytest.mark.subprocess
+@needs_aten
 def test_cat_on_the_aten_fallback():
     r = run_python(
         """

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from torchferry import ops
-from conftest import assert_matches, conversions, cpu_kernel_dtypes, dtype_id, make, run_python
+from conftest import needs_aten, assert_matches, conversions, cpu_kernel_dtypes, dtype_id, make, run_python
 
 
 def dtypes():
@@ -154,6 +154,7 @@ def test_embedding_bumps_the_version_and_refuses_grad():
 
 
 @pytest.mark.subprocess
+@needs_aten
 def test_embedding_on_the_aten_fallback():
     r = run_python(
         """

@@ -4,16 +4,14 @@ the ATen fallback, over dtypes, batch dims, weight layouts (nn.Linear's
 and every error path."""
 
 import json
-import os
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-import torchferry
 from torchferry import ops
 from torchferry.reference import REFERENCES
-from conftest import run_python
+from conftest import needs_aten, run_python
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
@@ -147,10 +145,7 @@ def aten_cases():
     return results
 
 
-ATEN = os.path.exists(os.path.join(torchferry.PLUGIN_DIR, "torchferry_aten.so"))
-
-
-@pytest.mark.skipif(not ATEN, reason="this build has no ATen plugin (-Daten=disabled)")
+@needs_aten
 def test_aten_fallback_matches_torch():
     r = run_python(
         """

@@ -895,6 +895,13 @@ void Call::CallKernel(Registry* registry) {
     bool distinct;
     out_item = Dtype(frame_.out_ref->dtype).itemsize;
     written = Elements(frame_.output, out_item, &distinct);
+    // An input written in place (add_rms_norm's residual) is an output too,
+    // of out's dtype.
+    for (int i = 1; i < frame_.num_outputs; ++i) {
+      const std::set<uintptr_t> more =
+          Elements(frame_.outputs[i], out_item, &distinct);
+      written.insert(more.begin(), more.end());
+    }
   }
   for (auto& [block, bytes] : before) {
     for (size_t i = 0; i < bytes.size(); ++i) {
