@@ -191,11 +191,12 @@ typedef struct tf_tensor_spec {
   int64_t shape[TF_MAX_NDIM]; /* out: ndim sizes, each >= 0 */
 } tf_tensor_spec;
 
-/* Gives each output's dtype and shape from the call's inputs and attrs (as a
+/* Gives each return's dtype and shape from the call's inputs and attrs (as a
    kernel would see them; `outputs` and `stream` are NULL and tensor data must
    not be read: under torch.compile the tensors have no data). Fills
-   specs[0 .. num_specs) and returns TF_OK, or reports why the arguments do
-   not fit the op through call->host->set_error (e.g.
+   specs[0 .. num_specs), one per return in the schema's order (an argument
+   written in place has none), and returns TF_OK, or reports why the
+   arguments do not fit the op through call->host->set_error (e.g.
    TF_ERROR_INVALID_ARGUMENT: "x and y differ in shape: [2, 3] and [3]"). The
    host allocates the outputs from the specs, or checks the user's out=
    against them; it refuses a negative size, a rank above TF_MAX_NDIM or an

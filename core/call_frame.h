@@ -128,8 +128,10 @@ class CallFrame {
     num_refs_ = 0;
     arena_used_ = 0;
     num_inputs = num_attrs = num_outputs = 0;
-    dispatch_ref = out_ref = inout_ref = nullptr;
+    dispatch_ref = nullptr;
+    for (TensorRef*& w : written) w = nullptr;
     result = nullptr;
+    num_returned = 0;
     work = 0;
     repeat.ndim = 0;
     python_ran_ = false;
@@ -181,18 +183,23 @@ class CallFrame {
   int num_inputs = 0;
   tf_arg attrs[kMaxAttrs];
   int num_attrs = 0;
-  // outputs[0] is out=; outputs[1] an input the op also writes (inout_ref).
-  static constexpr int kMaxOutputs = 2;
+  // What the kernel writes: the op's returns (out=) in order, then the
+  // inputs it updates in place (add_rms_norm's residual). written[i] is the
+  // tensor behind outputs[i]; the dispatcher bumps each one's version.
+  static constexpr int kMaxOutputs = static_cast<int>(kMaxOpOutputs);
   tf_tensor outputs[kMaxOutputs];
-  tf_tensor& output = outputs[0];
+  TensorRef* written[kMaxOutputs] = {};
   int num_outputs = 0;
+  tf_tensor& output() { return outputs[0]; }
+  const tf_tensor& output() const { return outputs[0]; }
+  TensorRef* out_ref() const { return written[0]; }  // out=, the first return
   TensorRef* dispatch_ref = nullptr;  // the tensor whose device/dtype key
-  TensorRef* out_ref = nullptr;
-  TensorRef* inout_ref = nullptr;    // read and written in place (residual)
-  PyObject* result = nullptr;        // borrowed; returned with a new reference
-  PyObject* owned_result = nullptr;  // an out= the host allocated
-  PyObject* keep_alive = nullptr;    // owned, e.g. a snapshot of a list arg
-  int64_t work = 0;                  // elements touched, to decide on the GIL
+  PyObject* result = nullptr;         // borrowed; returned with a new reference
+  PyObject* owned_result = nullptr;   // out= the host allocated (a tuple of
+                                      // them for several returns)
+  int num_returned = 0;  // > 1: the call returns written[0, n) as a tuple
+  PyObject* keep_alive = nullptr;  // owned, e.g. a snapshot of a list arg
+  int64_t work = 0;                // elements touched, to decide on the GIL
 
   // Outer dims the kernel's shapes cannot hold (matmul's batch dims that do
   // not nest): the dispatcher calls the kernel once per index of them, each

@@ -178,9 +178,11 @@ PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
     RaiseNoKernel(name, device, dtype);
     return nullptr;
   }
-  if (f.out_ref != nullptr &&
-      Bridge::Get().library().api.grad_mode_is_enabled()) {
-    const bool out_given = f.owned_result == nullptr;
+  if (f.num_outputs > 0 && Bridge::Get().library().api.grad_mode_is_enabled()) {
+    // out= was passed when an output is returned that the host did not
+    // allocate (an op that writes only in place returns none).
+    const bool out_given = f.owned_result == nullptr &&
+                           (f.result != nullptr || f.num_returned > 0);
     for (int i = 0; i < f.num_refs(); ++i) {
       if (!CheckNoGrad(name, f.ref(i), out_given)) return nullptr;
     }
@@ -199,8 +201,9 @@ PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
     status = CallKernel(*kernel, call, f.repeat);
   }
   // Even a failed kernel may have written part of out: autograd must see it.
-  for (const TensorRef* written : {f.out_ref, f.inout_ref}) {
-    if (written != nullptr && written->view.source_kind == TF_SOURCE_ATEN &&
+  for (int i = 0; i < f.num_outputs; ++i) {
+    const TensorRef* written = f.written[i];
+    if (written->view.source_kind == TF_SOURCE_ATEN &&
         !Bridge::Get().versions().Bump(written->object, written->handle())) {
       return nullptr;
     }
@@ -214,6 +217,14 @@ PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
                                              status)
                                : sink.message));
     return nullptr;
+  }
+  if (f.num_returned > 1) {  // several returns: their tensors as a tuple
+    PyObject* tuple = PyTuple_New(f.num_returned);
+    for (int i = 0; tuple != nullptr && i < f.num_returned; ++i) {
+      Py_INCREF(f.written[i]->object);
+      PyTuple_SET_ITEM(tuple, i, f.written[i]->object);
+    }
+    return tuple;
   }
   if (f.result == nullptr) Py_RETURN_NONE;
   Py_INCREF(f.result);

@@ -128,6 +128,15 @@ class SpecSource : public TensorSource {
   std::deque<Spec> specs_;  // the views point into these
 };
 
+// (shape, dtype name) of the frame's outputs[i].
+PyObject* OutputSpec(CallFrame& frame, int i) {
+  const tf_tensor& t = frame.outputs[i];
+  PyObject* dims = ShapeTuple(t.ndim, t.shape);
+  return dims == nullptr
+             ? nullptr
+             : Py_BuildValue("(Ns)", dims, Dtype(frame.written[i]->dtype).name);
+}
+
 }  // namespace
 
 PyObject* InferSpec(const Registry& registry, PyObject* args) {
@@ -179,11 +188,20 @@ PyObject* InferSpec(const Registry& registry, PyObject* args) {
     RaiseNoKernel(fn.name.c_str(), key, frame.dispatch_ref->dtype);
     return nullptr;
   }
-  if (frame.out_ref == nullptr) Py_RETURN_NONE;
-  PyObject* dims = ShapeTuple(frame.output.ndim, frame.output.shape);
-  return dims == nullptr
-             ? nullptr
-             : Py_BuildValue("(Ns)", dims, Dtype(frame.out_ref->dtype).name);
+  if (frame.num_returned > 1) {  // several returns: a list of their specs
+    PyObject* specs = PyList_New(frame.num_returned);
+    for (int i = 0; specs != nullptr && i < frame.num_returned; ++i) {
+      PyObject* spec = OutputSpec(frame, i);
+      if (spec == nullptr) {
+        Py_CLEAR(specs);
+        break;
+      }
+      PyList_SET_ITEM(specs, i, spec);
+    }
+    return specs;
+  }
+  if (frame.result == nullptr) Py_RETURN_NONE;  // writes only in place
+  return OutputSpec(frame, 0);
 }
 
 }  // namespace torchferry

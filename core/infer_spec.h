@@ -12,9 +12,11 @@ namespace torchferry {
 
 // _infer(name, device, values, out): `values` holds one value per parameter
 // of the op's Python signature, in its order, a tensor as a (shape tuple,
-// dtype name) spec; `out` is a spec or None; `device` is 'cpu' or 'cuda'.
-// Returns the output's (shape, dtype name), or None for an op without one;
-// raises what the eager call would raise for the same arguments.
+// dtype name) spec; `out` is a spec, a tuple of specs for an op with several
+// returns, or None; `device` is 'cpu' or 'cuda'. Returns the output's
+// (shape, dtype name), a list of them for several returns, or None for an op
+// that returns nothing; raises what the eager call would raise for the same
+// arguments.
 PyObject* InferSpec(const Registry& registry, PyObject* args);
 
 }  // namespace torchferry

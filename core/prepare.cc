@@ -109,37 +109,56 @@ bool WrapDim(const char* op, int64_t dim, int64_t rank, int64_t* wrapped) {
   return true;
 }
 
-bool TakeOut(const char* op, const ParsedArgs& args, CallFrame& frame,
-             const TensorRef& like, DtypeIndex dtype, int ndim,
-             const int64_t* shape) {
-  PyObject* out = args.out;
-  if (out == nullptr || out == Py_None) {
-    frame.NotePython();  // torch.empty: modes, hooks, gc
-    out = frame.source() != nullptr
-              ? frame.source()->Allocate(like, dtype, ndim, shape)
-              : AllocateOut(op, like, dtype, ndim, shape);
-    if (out == nullptr) return false;
-    frame.owned_result = out;
-  }
-  TensorRef* ref = frame.Take(out, "out", /*writable=*/true);
-  if (ref == nullptr || !CheckSameDevice(op, "out", *ref, like)) return false;
+bool TakeOutput(const char* op, const char* what, PyObject* out,
+                CallFrame& frame, int slot, const TensorRef& like,
+                DtypeIndex dtype, int ndim, const int64_t* shape) {
+  TensorRef* ref = frame.Take(out, what, /*writable=*/true);
+  if (ref == nullptr || !CheckSameDevice(op, what, *ref, like)) return false;
   if (dtype != kNoDtype && ref->dtype != dtype) {
     return RaiseError(
         PyExc_TypeError,
-        fmt::format("{}(): expected out to have dtype {}, got "
-                    "{}",
-                    op, Dtype(dtype).name, Dtype(ref->dtype).name));
+        fmt::format("{}(): expected {} to have dtype {}, got {}", op, what,
+                    Dtype(dtype).name, Dtype(ref->dtype).name));
   }
-  if (!CheckShape(op, "out", *ref, ndim, shape) || !CheckWritable(op, *ref)) {
+  if (!CheckShape(op, what, *ref, ndim, shape) ||
+      !CheckWritable(op, *ref, what)) {
     return false;
   }
   if (ref->view.source_kind == TF_SOURCE_ATEN &&
       !Bridge::Get().versions().CheckWritable(op, ref->object, ref->handle())) {
     return false;
   }
-  frame.out_ref = ref;
-  frame.output = ref->view;
-  frame.num_outputs = 1;
+  frame.written[slot] = ref;
+  frame.outputs[slot] = ref->view;
+  frame.num_outputs = std::max(frame.num_outputs, slot + 1);
+  return true;
+}
+
+namespace {
+
+// A new output like `like` (a torch tensor, or the fuzzer's placeholder).
+PyObject* AllocateLike(const char* op, CallFrame& frame, const TensorRef& like,
+                       DtypeIndex dtype, int ndim, const int64_t* shape) {
+  frame.NotePython();  // torch.empty: modes, hooks, gc
+  return frame.source() != nullptr
+             ? frame.source()->Allocate(like, dtype, ndim, shape)
+             : AllocateOut(op, like, dtype, ndim, shape);
+}
+
+}  // namespace
+
+bool TakeOut(const char* op, const ParsedArgs& args, CallFrame& frame,
+             const TensorRef& like, DtypeIndex dtype, int ndim,
+             const int64_t* shape) {
+  PyObject* out = args.out;
+  if (out == nullptr || out == Py_None) {
+    out = AllocateLike(op, frame, like, dtype, ndim, shape);
+    if (out == nullptr) return false;
+    frame.owned_result = out;
+  }
+  if (!TakeOutput(op, "out", out, frame, 0, like, dtype, ndim, shape)) {
+    return false;
+  }
   frame.result = out;
   return true;
 }
@@ -226,7 +245,7 @@ bool PrepareSameShape(const OpFunction& fn, const ParsedArgs& args,
   TensorRef* x = f.Take(args.values[0], "input", false);
   if (x == nullptr || (float_only && !CheckFloat(op, *x)) ||
       !TakeOut(op, args, f, *x, x->dtype, x->view.ndim, x->view.shape) ||
-      !CheckNoOverlap(op, "input", *x, *f.out_ref,
+      !CheckNoOverlap(op, "input", *x, *f.out_ref(),
                       fn.entry->alias == AliasRule::kExact)) {
     return false;
   }
@@ -255,8 +274,8 @@ bool PrepareBroadcast(const OpFunction& fn, const ParsedArgs& args,
       !TakeOut(op, args, f, *x, x->dtype, ndim, shape) ||
       !BroadcastTo(op, f, x, ndim, shape) ||
       !BroadcastTo(op, f, y, ndim, shape) ||
-      !CheckNoOverlap(op, "input", *x, *f.out_ref, exact_alias_ok) ||
-      !CheckNoOverlap(op, "other", *y, *f.out_ref, exact_alias_ok)) {
+      !CheckNoOverlap(op, "input", *x, *f.out_ref(), exact_alias_ok) ||
+      !CheckNoOverlap(op, "other", *y, *f.out_ref(), exact_alias_ok)) {
     return false;
   }
   // Scalar attributes (add's alpha) follow the tensors, typed by x's dtype.
@@ -270,7 +289,7 @@ bool PrepareBroadcast(const OpFunction& fn, const ParsedArgs& args,
     if (!ok) return false;
     ++f.num_attrs;
   }
-  SetTensorInputs(f, {x, y}, f.out_ref->numel * 2);
+  SetTensorInputs(f, {x, y}, f.out_ref()->numel * 2);
   return true;
 }
 
@@ -319,14 +338,14 @@ bool PrepareClamp(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   }
   if (!TakeOut(op, args, f, *x, x->dtype, ndim, shape) ||
       !BroadcastTo(op, f, x, ndim, shape) ||
-      !CheckNoOverlap(op, "input", *x, *f.out_ref, true)) {
+      !CheckNoOverlap(op, "input", *x, *f.out_ref(), true)) {
     return false;
   }
   for (int i = 0; i < 2; ++i) {
     TensorRef* r = bound_refs[i];
     if (r == nullptr) continue;
     if (!BroadcastTo(op, f, r, ndim, shape) ||
-        !CheckNoOverlap(op, names[i], *r, *f.out_ref, true)) {
+        !CheckNoOverlap(op, names[i], *r, *f.out_ref(), true)) {
       return false;
     }
     f.inputs[1 + i] = TensorArg(r);
@@ -334,7 +353,7 @@ bool PrepareClamp(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   f.inputs[0] = TensorArg(x);
   f.num_inputs = 3;
   f.dispatch_ref = x;
-  f.work = f.out_ref->numel * 2;
+  f.work = f.out_ref()->numel * 2;
   return true;
 }
 
@@ -374,7 +393,7 @@ bool PrepareStack(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
     TensorRef probe = *first;
     probe.view = views[i];
     probe.numel = first->numel;
-    if (!CheckNoOverlap(op, "an input", probe, *f.out_ref, false)) {
+    if (!CheckNoOverlap(op, "an input", probe, *f.out_ref(), false)) {
       return false;
     }
   }
@@ -382,7 +401,7 @@ bool PrepareStack(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   f.num_inputs = 1;
   f.attrs[f.num_attrs++] = IntArg(dim);
   f.dispatch_ref = first;
-  f.work = f.out_ref->numel;
+  f.work = f.out_ref()->numel;
   return true;
 }
 
@@ -397,7 +416,7 @@ bool PrepareCast(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   // kNoDtype: out may have any dtype; it is the cast's target.
   if (x == nullptr ||
       !TakeOut(op, args, f, *x, kNoDtype, x->view.ndim, x->view.shape) ||
-      !CheckNoOverlap(op, "input", *x, *f.out_ref, false)) {
+      !CheckNoOverlap(op, "input", *x, *f.out_ref(), false)) {
     return false;
   }
   SetTensorInputs(f, {x}, x->numel);
@@ -421,7 +440,7 @@ bool PrepareSiluAndMul(const OpFunction& fn, const ParsedArgs& args,
   std::copy(x->view.shape, x->view.shape + ndim, shape);
   shape[ndim - 1] /= 2;
   if (!TakeOut(op, args, f, *x, x->dtype, ndim, shape) ||
-      !CheckNoOverlap(op, "input", *x, *f.out_ref, false)) {
+      !CheckNoOverlap(op, "input", *x, *f.out_ref(), false)) {
     return false;
   }
   SetTensorInputs(f, {x}, x->numel);
@@ -463,8 +482,8 @@ bool PrepareRmsNorm(const OpFunction& fn, const ParsedArgs& args,
   double eps;
   if (!EpsAttr(fn, args, 2, f, &eps)) return false;
   if (!TakeOut(op, args, f, *x, x->dtype, ndim, x->view.shape) ||
-      !CheckNoOverlap(op, "input", *x, *f.out_ref, false) ||
-      !CheckNoOverlap(op, "weight", *w, *f.out_ref, false)) {
+      !CheckNoOverlap(op, "input", *x, *f.out_ref(), false) ||
+      !CheckNoOverlap(op, "weight", *w, *f.out_ref(), false)) {
     return false;
   }
   f.attrs[f.num_attrs++] = FloatArg(eps);
@@ -506,14 +525,14 @@ bool PrepareAddRmsNorm(const OpFunction& fn, const ParsedArgs& args,
   double eps;
   if (!EpsAttr(fn, args, 3, f, &eps) ||
       !TakeOut(op, args, f, *x, x->dtype, ndim, x->view.shape) ||
-      !CheckNoOverlap(op, "input", *x, *f.out_ref, false) ||
-      !CheckNoOverlap(op, "weight", *w, *f.out_ref, false) ||
-      !CheckNoOverlap(op, "residual", *r, *f.out_ref, false) ||
+      !CheckNoOverlap(op, "input", *x, *f.out_ref(), false) ||
+      !CheckNoOverlap(op, "weight", *w, *f.out_ref(), false) ||
+      !CheckNoOverlap(op, "residual", *r, *f.out_ref(), false) ||
       !CheckNoOverlap(op, "input", *x, *r, false, "residual") ||
       !CheckNoOverlap(op, "weight", *w, *r, false, "residual")) {
     return false;
   }
-  f.inout_ref = r;
+  f.written[1] = r;
   f.outputs[1] = r->view;
   f.num_outputs = 2;
   f.attrs[f.num_attrs++] = FloatArg(eps);
@@ -531,7 +550,7 @@ bool PrepareSoftmax(const OpFunction& fn, const ParsedArgs& args,
                &dim) ||
       !WrapDim(op, dim, x->view.ndim, &dim) ||
       !TakeOut(op, args, f, *x, x->dtype, x->view.ndim, x->view.shape) ||
-      !CheckNoOverlap(op, "input", *x, *f.out_ref, false)) {
+      !CheckNoOverlap(op, "input", *x, *f.out_ref(), false)) {
     return false;
   }
   if (x->view.ndim == 0) {  // the ABI promises ndim >= 1: present as [1]
@@ -539,9 +558,9 @@ bool PrepareSoftmax(const OpFunction& fn, const ParsedArgs& args,
     x->view.ndim = 1;
     x->view.shape = one;
     x->view.strides = one;
-    f.output.ndim = 1;
-    f.output.shape = one;
-    f.output.strides = one;
+    f.output().ndim = 1;
+    f.output().shape = one;
+    f.output().strides = one;
   }
   f.attrs[f.num_attrs++] = IntArg(dim);
   SetTensorInputs(f, {x}, x->numel * 3);
@@ -615,18 +634,56 @@ bool DeclaredAttr(const char* op, const SchemaArg& a, PyObject* value,
 
 namespace {
 
-// Calls the plugin's infer and checks what it gave: the output's dtype and
+// Checks one spec a plugin's infer gave: a dtype of ABI.md, a rank up to
+// TF_MAX_NDIM and sizes whose tensor a device could hold. `what` is "" or
+// "output 1 ", for messages.
+bool CheckSpec(const std::string& who, const char* what,
+               const tf_tensor_spec& spec, DtypeIndex* dtype) {
+  *dtype = DtypeFromDlpack(spec.dtype.code, spec.dtype.bits, spec.dtype.lanes);
+  if (*dtype == kNoDtype) {
+    return RaiseError(PyExc_RuntimeError,
+                      fmt::format("{}: infer gave {}an unknown dtype (code "
+                                  "{}, bits {}, lanes {}); expected a dtype "
+                                  "from ABI.md",
+                                  who, what, spec.dtype.code, spec.dtype.bits,
+                                  spec.dtype.lanes));
+  }
+  if (spec.ndim < 0 || spec.ndim > TF_MAX_NDIM) {
+    return RaiseError(PyExc_RuntimeError,
+                      fmt::format("{}: infer gave {}ndim {}; expected 0 to {}",
+                                  who, what, spec.ndim, TF_MAX_NDIM));
+  }
+  // A tensor's bytes must fit an allocation; 2**48 is far past any device.
+  uint64_t bytes = static_cast<uint64_t>(Dtype(*dtype).itemsize);
+  for (int d = 0; d < spec.ndim; ++d) {
+    const int64_t size = spec.shape[d];
+    if (size < 0 ||
+        __builtin_mul_overflow(bytes, static_cast<uint64_t>(size), &bytes) ||
+        bytes > (uint64_t{1} << 48)) {
+      return RaiseError(
+          PyExc_RuntimeError,
+          fmt::format("{}: infer gave {}shape {}; expected sizes >= 0 whose "
+                      "tensor fits in 2**48 bytes",
+                      who, what, ShapeText(spec.ndim, spec.shape)));
+    }
+  }
+  return true;
+}
+
+// Calls the plugin's infer and checks what it gave: each return's dtype and
 // shape, from which out= is checked or allocated. Nothing is allocated when
 // infer fails or gives something no tensor can be.
-bool InferOutput(const OpFunction& fn, const KernelEntry& kernel, CallFrame& f,
-                 int num_specs, tf_tensor_spec* spec, DtypeIndex* dtype) {
+bool InferOutputs(const OpFunction& fn, const KernelEntry& kernel, CallFrame& f,
+                  int num_specs, tf_tensor_spec* specs, DtypeIndex* dtypes) {
   const char* op = fn.name.c_str();
   ErrorSink sink;
   const tf_call call = f.MakeCall(kernel.kernel_data, nullptr, &sink,
                                   /*with_outputs=*/false);
-  *spec = tf_tensor_spec{};
-  spec->ndim = -1;
-  const tf_status status = kernel.infer(&call, spec, num_specs);
+  for (int i = 0; i < num_specs; ++i) {
+    specs[i] = tf_tensor_spec{};
+    specs[i].ndim = -1;
+  }
+  const tf_status status = kernel.infer(&call, specs, num_specs);
   const std::string who = fmt::format("{}: {}()", kernel.plugin->name, op);
   if (status != TF_OK) {
     return RaiseError(ExceptionFor(status),
@@ -637,45 +694,77 @@ bool InferOutput(const OpFunction& fn, const KernelEntry& kernel, CallFrame& f,
                                                     status)
                                       : sink.message));
   }
-  if (num_specs == 0) return true;
-  *dtype =
-      DtypeFromDlpack(spec->dtype.code, spec->dtype.bits, spec->dtype.lanes);
-  if (*dtype == kNoDtype) {
-    return RaiseError(PyExc_RuntimeError,
-                      fmt::format("{}: infer gave an unknown dtype (code {}, "
-                                  "bits {}, lanes {}); expected a dtype from "
-                                  "ABI.md",
-                                  who, spec->dtype.code, spec->dtype.bits,
-                                  spec->dtype.lanes));
-  }
-  if (spec->ndim < 0 || spec->ndim > TF_MAX_NDIM) {
-    return RaiseError(PyExc_RuntimeError,
-                      fmt::format("{}: infer gave ndim {}; expected 0 to {}",
-                                  who, spec->ndim, TF_MAX_NDIM));
-  }
-  // A tensor's bytes must fit an allocation; 2**48 is far past any device.
-  uint64_t bytes = static_cast<uint64_t>(Dtype(*dtype).itemsize);
-  for (int d = 0; d < spec->ndim; ++d) {
-    const int64_t size = spec->shape[d];
-    if (size < 0 ||
-        __builtin_mul_overflow(bytes, static_cast<uint64_t>(size), &bytes) ||
-        bytes > (uint64_t{1} << 48)) {
-      return RaiseError(
-          PyExc_RuntimeError,
-          fmt::format("{}: infer gave shape {}; expected sizes >= 0 whose "
-                      "tensor fits in 2**48 bytes",
-                      who, ShapeText(spec->ndim, spec->shape)));
-    }
+  for (int i = 0; i < num_specs; ++i) {
+    const std::string what =
+        num_specs == 1 ? std::string() : fmt::format("output {} ", i);
+    if (!CheckSpec(who, what.c_str(), specs[i], &dtypes[i])) return false;
   }
   return true;
 }
 
+// The outputs of an op with several returns: out= is None (each is
+// allocated, and the tuple of them kept for a second pass) or a tuple or
+// list of that many tensors.
+bool TakeOuts(const char* op, const ParsedArgs& args, CallFrame& f,
+              const TensorRef& like, int n, const tf_tensor_spec* specs,
+              const DtypeIndex* dtypes) {
+  PyObject* out = args.out;
+  if (out == nullptr || out == Py_None) {
+    f.NotePython();  // PyTuple_New may run the gc, and its callbacks
+    PyObject* made = PyTuple_New(n);
+    if (made == nullptr) return false;
+    f.owned_result = made;
+    for (int i = 0; i < n; ++i) {
+      PyObject* t =
+          AllocateLike(op, f, like, dtypes[i], specs[i].ndim, specs[i].shape);
+      if (t == nullptr) return false;
+      PyTuple_SET_ITEM(made, i, t);
+    }
+    out = made;
+  } else if (PyList_Check(out)) {
+    // A list may change while the kernel runs without the GIL: the call
+    // keeps a tuple of its items (made once; a second pass reuses it).
+    if (f.keep_alive == nullptr) {
+      f.NotePython();
+      f.keep_alive = PyList_AsTuple(out);
+      if (f.keep_alive == nullptr) return false;
+    }
+    out = f.keep_alive;
+  }
+  if (!PyTuple_Check(out) || PyTuple_GET_SIZE(out) != n) {
+    return RaiseError(
+        PyExc_TypeError,
+        fmt::format("{}(): expected out to be a tuple of {} tensors, got {}",
+                    op, n,
+                    PyTuple_Check(out)
+                        ? fmt::format("a tuple of {}", PyTuple_GET_SIZE(out))
+                        : std::string(Py_TYPE(out)->tp_name)));
+  }
+  for (int i = 0; i < n; ++i) {
+    const std::string what = fmt::format("out[{}]", i);
+    if (!TakeOutput(op, what.c_str(), PyTuple_GET_ITEM(out, i), f, i, like,
+                    dtypes[i], specs[i].ndim, specs[i].shape)) {
+      return false;
+    }
+  }
+  f.num_returned = n;
+  return true;
+}
+
+// What a kernel of a declared op gets: every tensor argument in `inputs` in
+// the schema's order, the other arguments in `attrs`, and in `outputs` the
+// returns in order, then the arguments written in place (Tensor(a!) before
+// '*') in the schema's order. No written tensor overlaps another tensor of
+// the call.
 bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
                      CallFrame& f) {
   const char* op = fn.name.c_str();
   TensorRef* first = nullptr;
   TensorRef* tensors[kMaxParams];
-  int num_tensors = 0;
+  const char* names[kMaxParams];
+  TensorRef* in_place[kMaxParams];
+  const char* in_place_names[kMaxParams];
+  int num_tensors = 0, num_in_place = 0;
   // Tensors first, in the schema's order: the first keys the kernel.
   for (int i = 0; i < fn.signature.num_params; ++i) {
     const SchemaArg& a = *fn.params[i];
@@ -691,12 +780,24 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
       f.inputs[f.num_inputs++] = NoneArg();
       continue;
     }
-    TensorRef* r = f.Take(value, a.name.c_str(), false);
+    const char* name = a.name.c_str();
+    TensorRef* r = f.Take(value, name, a.in_place());
     if (r == nullptr) return false;
-    if (first != nullptr && !CheckSameDevice(op, a.name.c_str(), *r, *first)) {
+    if (first != nullptr && !CheckSameDevice(op, name, *r, *first)) {
       return false;
     }
+    if (a.in_place()) {
+      if (!CheckWritable(op, *r, name) ||
+          (r->view.source_kind == TF_SOURCE_ATEN &&
+           !Bridge::Get().versions().CheckWritable(op, r->object,
+                                                   r->handle()))) {
+        return false;
+      }
+      in_place_names[num_in_place] = name;
+      in_place[num_in_place++] = r;
+    }
     if (first == nullptr) first = r;
+    names[num_tensors] = name;
     tensors[num_tensors++] = r;
     f.inputs[f.num_inputs++] = TensorArg(r);
   }
@@ -716,27 +817,65 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
     return true;  // Run() says that no plugin serves this key
   }
   const int num_specs = static_cast<int>(fn.schema.returns.size());
-  tf_tensor_spec spec;
-  DtypeIndex dtype = kNoDtype;
-  if (!InferOutput(fn, *kernel, f, num_specs, &spec, &dtype)) return false;
+  tf_tensor_spec specs[kMaxSchemaReturns];
+  DtypeIndex dtypes[kMaxSchemaReturns];
+  if (!InferOutputs(fn, *kernel, f, num_specs, specs, dtypes)) return false;
   int64_t work = 0;
   for (int t = 0; t < num_tensors; ++t) work += tensors[t]->numel;
   f.work = work;
-  if (num_specs == 0) return true;
-  const bool out_required = fn.schema.FindArg("out") >= 0;
-  if (out_required && (args.out == nullptr || args.out == Py_None)) {
-    return RaiseError(PyExc_TypeError,
-                      fmt::format("{}() missing required argument 'out'", op));
-  }
-  if (!TakeOut(op, args, f, *first, dtype, spec.ndim, spec.shape)) {
-    return false;
-  }
-  for (int t = 0; t < num_tensors; ++t) {
-    if (!CheckNoOverlap(op, "an input", *tensors[t], *f.out_ref, false)) {
+  if (num_specs == 1) {
+    const bool out_required = fn.schema.FindArg("out") >= 0;
+    if (out_required && (args.out == nullptr || args.out == Py_None)) {
+      return RaiseError(
+          PyExc_TypeError,
+          fmt::format("{}() missing required argument 'out'", op));
+    }
+    if (!TakeOut(op, args, f, *first, dtypes[0], specs[0].ndim,
+                 specs[0].shape)) {
       return false;
     }
+  } else if (num_specs > 1 &&
+             !TakeOuts(op, args, f, *first, num_specs, specs, dtypes)) {
+    return false;
+  } else if (num_specs == 0 && args.out != nullptr && args.out != Py_None) {
+    return RaiseError(
+        PyExc_TypeError,
+        fmt::format("{}(): returns nothing, so it takes no out=", op));
   }
-  f.work += f.out_ref->numel;
+  // Returns against inputs and one another, then what is written in place
+  // against every other tensor.
+  for (int o = 0; o < num_specs; ++o) {
+    const TensorRef& out = *f.written[o];
+    const std::string out_name =
+        num_specs == 1 ? std::string("out") : fmt::format("out[{}]", o);
+    for (int t = 0; t < num_tensors; ++t) {
+      if (!CheckNoOverlap(op, names[t], *tensors[t], out, false,
+                          out_name.c_str())) {
+        return false;
+      }
+    }
+    for (int p = 0; p < o; ++p) {
+      const std::string other = fmt::format("out[{}]", p);
+      if (!CheckNoOverlap(op, other.c_str(), *f.written[p], out, false,
+                          out_name.c_str())) {
+        return false;
+      }
+    }
+    f.work += out.numel;
+  }
+  for (int w = 0; w < num_in_place; ++w) {
+    for (int t = 0; t < num_tensors; ++t) {
+      if (tensors[t] == in_place[w]) continue;
+      if (!CheckNoOverlap(op, names[t], *tensors[t], *in_place[w], false,
+                          in_place_names[w])) {
+        return false;
+      }
+    }
+    f.written[num_specs + w] = in_place[w];
+    f.outputs[num_specs + w] = in_place[w]->view;
+    f.work += in_place[w]->numel;
+  }
+  f.num_outputs = num_specs + num_in_place;
   return true;
 }
 

@@ -32,16 +32,16 @@ bool BroadcastsTo(const tf_tensor& v, int ndim, const int64_t* shape) {
 // The output view at `ndim` dims (leading dims of size 1 prepended), for a
 // kernel that sees every tensor at one rank.
 bool OutputAtRank(const char* op, CallFrame& f, int ndim) {
-  if (f.output.ndim == ndim) return true;
-  TensorRef probe = *f.out_ref;
-  probe.view = f.output;
+  if (f.output().ndim == ndim) return true;
+  TensorRef probe = *f.out_ref();
+  probe.view = f.output();
   int64_t shape[kMaxRank];
-  const int pad = ndim - f.output.ndim;
+  const int pad = ndim - f.output().ndim;
   for (int d = 0; d < ndim; ++d) {
-    shape[d] = d < pad ? 1 : f.output.shape[d - pad];
+    shape[d] = d < pad ? 1 : f.output().shape[d - pad];
   }
   if (!BroadcastTo(op, f, &probe, ndim, shape)) return false;
-  f.output = probe.view;
+  f.output() = probe.view;
   return true;
 }
 
@@ -113,9 +113,9 @@ bool PrepareRotary(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   bool interleaved = false;
   if (!BoolAttr(fn, args, 3, x->dtype, &interleaved) ||
       !TakeOut(op, args, f, *x, x->dtype, ndim, x->view.shape) ||
-      !CheckNoOverlap(op, "input", *x, *f.out_ref, /*exact_alias_ok=*/true) ||
-      !CheckNoOverlap(op, "cos", *cos, *f.out_ref, false) ||
-      !CheckNoOverlap(op, "sin", *sin, *f.out_ref, false) ||
+      !CheckNoOverlap(op, "input", *x, *f.out_ref(), /*exact_alias_ok=*/true) ||
+      !CheckNoOverlap(op, "cos", *cos, *f.out_ref(), false) ||
+      !CheckNoOverlap(op, "sin", *sin, *f.out_ref(), false) ||
       !BroadcastTo(op, f, cos, ndim, shape) ||
       !BroadcastTo(op, f, sin, ndim, shape)) {
     return false;
@@ -283,11 +283,11 @@ bool PrepareAttention(const OpFunction& fn, const ParsedArgs& args,
   }
   if (!TakeOut(op, args, f, *q, q->dtype, out_ndim,
                out_shape + (ndim - out_ndim)) ||
-      !CheckNoOverlap(op, "query", *q, *f.out_ref, false) ||
-      !CheckNoOverlap(op, "key", *k, *f.out_ref, false) ||
-      !CheckNoOverlap(op, "value", *v, *f.out_ref, false) ||
+      !CheckNoOverlap(op, "query", *q, *f.out_ref(), false) ||
+      !CheckNoOverlap(op, "key", *k, *f.out_ref(), false) ||
+      !CheckNoOverlap(op, "value", *v, *f.out_ref(), false) ||
       (mask != nullptr &&
-       !CheckNoOverlap(op, "attn_mask", *mask, *f.out_ref, false)) ||
+       !CheckNoOverlap(op, "attn_mask", *mask, *f.out_ref(), false)) ||
       !BroadcastTo(op, f, q, ndim, qs) || !BroadcastTo(op, f, k, ndim, ks) ||
       !BroadcastTo(op, f, v, ndim, vs) ||
       (mask != nullptr && !BroadcastTo(op, f, mask, ndim, ms)) ||

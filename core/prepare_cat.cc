@@ -90,7 +90,7 @@ bool PrepareCat(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
     TensorRef probe = *first;
     probe.view = views[i];
     probe.numel = NumelOf(views[i]);
-    if (!CheckNoOverlap(op, "an input", probe, *f.out_ref, false)) {
+    if (!CheckNoOverlap(op, "an input", probe, *f.out_ref(), false)) {
       return false;
     }
   }
@@ -98,7 +98,7 @@ bool PrepareCat(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   f.num_inputs = 1;
   f.attrs[f.num_attrs++] = IntArg(dim);
   f.dispatch_ref = first;
-  f.work = f.out_ref->numel;
+  f.work = f.out_ref()->numel;
   return true;
 }
 

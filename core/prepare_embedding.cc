@@ -45,11 +45,11 @@ bool PrepareEmbedding(const OpFunction& fn, const ParsedArgs& args,
   std::copy(ids->view.shape, ids->view.shape + ids->view.ndim, shape);
   shape[ndim - 1] = table->view.shape[1];
   if (!TakeOut(op, args, f, *table, table->dtype, ndim, shape) ||
-      !CheckNoOverlap(op, "input", *ids, *f.out_ref, false) ||
-      !CheckNoOverlap(op, "weight", *table, *f.out_ref, false)) {
+      !CheckNoOverlap(op, "input", *ids, *f.out_ref(), false) ||
+      !CheckNoOverlap(op, "weight", *table, *f.out_ref(), false)) {
     return false;
   }
-  SetTensorInputs(f, {ids, table}, f.out_ref->numel + ids->numel);
+  SetTensorInputs(f, {ids, table}, f.out_ref()->numel + ids->numel);
   f.dispatch_ref = table;  // a kernel per table dtype; ids are int32 or int64
   return true;
 }

@@ -140,10 +140,10 @@ bool PrepareLinear(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   for (int d = 0; d + 1 < xv.ndim; ++d) out_shape[d] = xv.shape[d];
   out_shape[xv.ndim - 1] = n;
   if (!TakeOut(op, args, f, *x, x->dtype, xv.ndim, out_shape) ||
-      !CheckNoOverlap(op, "input", *x, *f.out_ref, false) ||
-      !CheckNoOverlap(op, "weight", *w, *f.out_ref, false) ||
+      !CheckNoOverlap(op, "input", *x, *f.out_ref(), false) ||
+      !CheckNoOverlap(op, "weight", *w, *f.out_ref(), false) ||
       (bias != nullptr &&
-       !CheckNoOverlap(op, "bias", *bias, *f.out_ref, false))) {
+       !CheckNoOverlap(op, "bias", *bias, *f.out_ref(), false))) {
     return false;
   }
   // input and out share their leading dims; both must take one split.
@@ -152,12 +152,12 @@ bool PrepareLinear(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   if (ok) {
     // A 1-D input is one row (see LeadingAsRows for its stride).
     xr = Rows{1, 0, 1, std::max<int64_t>(1, k * xv.strides[0])};
-    outr = Rows{1, 0, 1, std::max<int64_t>(1, n * f.output.strides[0])};
+    outr = Rows{1, 0, 1, std::max<int64_t>(1, n * f.output().strides[0])};
   } else {
-    ok = LeadingAsRows(xv, true, &xr) && LeadingAsRows(f.output, true, &outr);
+    ok = LeadingAsRows(xv, true, &xr) && LeadingAsRows(f.output(), true, &outr);
     if (!ok && xv.ndim >= 3) {
       ok = LeadingAsRows(xv, false, &xr) &&
-           LeadingAsRows(f.output, false, &outr);
+           LeadingAsRows(f.output(), false, &outr);
     }
   }
   if (!ok) {
@@ -170,11 +170,11 @@ bool PrepareLinear(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
                     op, ShapeText(xv.ndim, xv.shape)));
   }
   const int64_t x_col = xv.strides[xv.ndim - 1];
-  const int64_t out_col = f.output.strides[f.output.ndim - 1];
+  const int64_t out_col = f.output().strides[f.output().ndim - 1];
   // weight.t(): [K, N] with weight's strides swapped, one for every batch.
   const int64_t w_row = wv.strides[1], w_col = wv.strides[0];
   if (!As3d(f, &x->view, xr, k, x_col) ||
-      !As3d(f, &f.output, outr, n, out_col)) {
+      !As3d(f, &f.output(), outr, n, out_col)) {
     return false;
   }
   Rows wr{xr.batch, 0, k, w_row};

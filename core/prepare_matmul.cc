@@ -181,14 +181,14 @@ bool PrepareMatmul(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   if (has_m) out_shape[d++] = am.rows;
   if (has_n) out_shape[d] = bm.cols;
   if (!TakeOut(op, args, f, *a, a->dtype, out_ndim, out_shape) ||
-      !CheckNoOverlap(op, "input", *a, *f.out_ref, false) ||
-      !CheckNoOverlap(op, "other", *b, *f.out_ref, false)) {
+      !CheckNoOverlap(op, "input", *a, *f.out_ref(), false) ||
+      !CheckNoOverlap(op, "other", *b, *f.out_ref(), false)) {
     return false;
   }
   const Matrix om =
-      OutMatrixOf(f.output, nbatch, has_m, has_n, am.rows, bm.cols);
+      OutMatrixOf(f.output(), nbatch, has_m, has_n, am.rows, bm.cols);
   for (int i = 0; i < nbatch; ++i) {
-    batch.strides[kOut][i] = f.output.strides[i];
+    batch.strides[kOut][i] = f.output().strides[i];
   }
   MergeBatch(&batch);
 
@@ -201,7 +201,7 @@ bool PrepareMatmul(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   };
   if (!As3d(f, &a->view, bsize, bstride(kA), am) ||
       !As3d(f, &b->view, bsize, bstride(kB), bm) ||
-      !As3d(f, &f.output, bsize, bstride(kOut), om)) {
+      !As3d(f, &f.output(), bsize, bstride(kOut), om)) {
     return false;
   }
   if (batch.ndim > 1) {
@@ -210,7 +210,7 @@ bool PrepareMatmul(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
     r.num_tensors = kTensors;
     r.tensors[kA] = &a->view;
     r.tensors[kB] = &b->view;
-    r.tensors[kOut] = &f.output;
+    r.tensors[kOut] = &f.output();
     for (int i = 0; i < r.ndim; ++i) {
       r.sizes[i] = batch.sizes[i];
       for (int t = 0; t < kTensors; ++t) r.strides[t][i] = batch.strides[t][i];

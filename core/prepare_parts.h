@@ -48,8 +48,14 @@ bool DeclaredAttr(const char* op, const SchemaArg& a, PyObject* value,
 // Wraps a dim into [0, rank), torch-style.
 bool WrapDim(const char* op, int64_t dim, int64_t rank, int64_t* wrapped);
 
-// Bridges out= (or allocates it like `like` when absent) and checks its
-// device, dtype (unless kNoDtype) and shape; sets the frame's output.
+// Bridges the output `out` (`what` names it in errors) and checks its device
+// (`like`'s), dtype (unless kNoDtype), shape and that it is writable; it
+// becomes the frame's outputs[slot].
+bool TakeOutput(const char* op, const char* what, PyObject* out,
+                CallFrame& frame, int slot, const TensorRef& like,
+                DtypeIndex dtype, int ndim, const int64_t* shape);
+// out= as TakeOutput's outputs[0], allocated like `like` when absent; it is
+// what the call returns.
 bool TakeOut(const char* op, const ParsedArgs& args, CallFrame& frame,
              const TensorRef& like, DtypeIndex dtype, int ndim,
              const int64_t* shape);

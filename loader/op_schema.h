@@ -62,6 +62,8 @@ struct SchemaReturn {
 constexpr size_t kMaxSchemaLength = 1024;
 constexpr size_t kMaxSchemaArgs = 16;
 constexpr size_t kMaxSchemaReturns = 4;
+// Tensors one call writes: its returns and its arguments written in place.
+constexpr size_t kMaxOpOutputs = 8;
 constexpr size_t kMaxIdentifierLength = 63;
 
 struct OpSchema {

@@ -284,25 +284,36 @@ class Validator {
           "lookup by device and dtype)",
           where);
     }
+    size_t num_outs = 0, num_in_place = 0;
     for (const SchemaArg& a : args) {
-      if (a.in_place()) {
-        return Fail(
-            "{}: argument '{}' is written in place (Tensor(x!) before '*'); "
-            "declared ops write only their out= in ABI 1.1",
-            where, a.name);
-      }
       if (a.type == ArgType::kTensorList) {
         return Fail(
             "{}: argument '{}' is a Tensor[]; declared ops take "
             "tensors one by one in ABI 1.1",
             where, a.name);
       }
+      num_outs += a.is_out();
+      num_in_place += a.in_place();
+      if (a.is_out() && a.name != "out") {
+        return Fail(
+            "{}: the output '{}' after '*' must be called 'out' (Python "
+            "passes it as out=)",
+            where, a.name);
+      }
     }
-    if (op.schema.returns.size() > 1) {
+    const size_t num_returns = op.schema.returns.size();
+    if (num_outs > 0 && num_returns > 1) {
       return Fail(
-          "{}: returns {} tensors; a declared op returns at most one "
-          "in ABI 1.1",
-          where, op.schema.returns.size());
+          "{}: returns {} tensors and declares 'out'; an op with several "
+          "returns takes them as out=(...) and declares no 'out'",
+          where, num_returns);
+    }
+    if (num_returns + num_in_place > kMaxOpOutputs) {
+      return Fail(
+          "{}: writes {} tensors ({} returned, {} in place); expected at "
+          "most {}",
+          where, num_returns + num_in_place, num_returns, num_in_place,
+          kMaxOpOutputs);
     }
     if (d.infer == nullptr) {
       return Fail(

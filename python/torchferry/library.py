@@ -106,10 +106,14 @@ class _Op:
         self.positional = [a["name"] for a in self.params if not a["kwarg_only"]]
         self.keyword = [a["name"] for a in self.params if a["kwarg_only"]]
         self.numbers = {a["name"] for a in self.params if a["number_ok"]}
-        self.returns = schema["returns"]
+        self.returns = n = schema["returns"]  # how many
+        # The out overload's arguments: out, or out0, out1, ... for several
+        # returns, which the native door takes as out=(out0, out1, ...).
+        self.out_names = ["out"] if self.writes or n == 1 else [f"out{i}" for i in range(n)]
         self.signature = schema["signature"]
         self.reference = REFERENCES.get(self.name)
         self.packet = None  # torch.ops.torchferry.<torch_name>, once defined
+        self.defaults = {}  # argument name -> its default, as torch parsed it
 
     def torch_schemas(self):
         """{overload: schema text without the name}."""
@@ -124,18 +128,25 @@ class _Op:
             if a["default"] is not None:
                 text += f"={a['default']}"
             params.append(text)
-        with_out = params + ([] if star else ["*"]) + ["Tensor(a!) out"]
+        outs = [f"Tensor(a!) {self.out_names[0]}"] if self.out_names else []
+        outs += [f"Tensor({next(mutated)}!) {name}" for name in self.out_names[1:]]
+        with_out = params + ([] if star else ["*"]) + outs
         if self.writes:
             return {"default": f"({', '.join(with_out)}) -> ()"}
-        result = "Tensor" if self.returns else "()"
+        n = self.returns
+        result = "()" if n == 0 else "Tensor" if n == 1 else f"({', '.join(['Tensor'] * n)})"
         schemas = {"default": f"({', '.join(params)}) -> {result}"}
         if self.returns:
             schemas["out"] = f"({', '.join(with_out)}) -> ()"
         return schemas
 
     def values(self, args, kwargs):
-        """The native function's parameters in order, from torch's call."""
-        return list(args) + [kwargs[n] for n in self.keyword]
+        """The native function's parameters in order, from torch's call, which
+        leaves out the arguments that equal their defaults."""
+        names = [a["name"] for a in self.params]
+        return list(args) + [
+            kwargs[n] if n in kwargs else self.defaults[n] for n in names[len(args) :]
+        ]
 
 
 # --- kernels -----------------------------------------------------------------
@@ -150,9 +161,11 @@ def _functional_kernel(op):
 
 def _out_kernel(op):
     native = op.native
+    names = op.out_names
 
-    def kernel(*args, out, **kwargs):
-        native(*args, out=out, **kwargs)
+    def kernel(*args, **kwargs):
+        outs = [kwargs.pop(n) for n in names]
+        native(*args, out=outs[0] if len(outs) == 1 else tuple(outs), **kwargs)
 
     return kernel
 
@@ -207,7 +220,11 @@ def _infer(op, values, out):
     first = _first_tensor(values)
     specs = tuple(_spec(v) if isinstance(v, torch.Tensor) else v for v in values)
     device = "cuda" if first.device.type == "cuda" else "cpu"
-    return _C._infer(op.name, device, specs, None if out is None else _spec(out))
+    if isinstance(out, tuple):
+        out = tuple(_spec(o) for o in out)
+    elif out is not None:
+        out = _spec(out)
+    return _C._infer(op.name, device, specs, out)
 
 
 def _functional_fake(op):
@@ -218,8 +235,10 @@ def _functional_fake(op):
             result = _infer(op, values, None)
             if result is None:
                 return None
-            shape, dtype = result
-            return torch.empty(shape, dtype=getattr(torch, dtype), device=_first_tensor(values).device)
+            device = _first_tensor(values).device
+            made = [torch.empty(s, dtype=getattr(torch, d), device=device)
+                    for s, d in (result if isinstance(result, list) else [result])]
+            return made[0] if op.returns == 1 else tuple(made)
 
         return fake
     reference = op.reference
@@ -249,7 +268,9 @@ def _functional_fake(op):
 def _out_fake(op):
     if op.declared:
 
-        def fake(*args, out, **kwargs):
+        def fake(*args, **kwargs):
+            outs = [kwargs.pop(n) for n in op.out_names]
+            out = outs[0] if len(outs) == 1 else tuple(outs)
             _infer(op, op.values(args, kwargs), out)  # checks out as eager does
 
         return fake
@@ -291,13 +312,15 @@ def _call(op, values, out, stream):
             "runs on torch's current stream (use torch.cuda.stream(...))"
         )
     packet = op.packet
-    if out is not None and not out.is_contiguous():
+    outs = out if isinstance(out, (tuple, list)) else () if out is None else (out,)
+    if any(not o.is_contiguous() for o in outs):
         # Dynamo refuses a custom op's out= that is not contiguous ("Attempted
         # to call op with non-contiguous `out=` tensor"), such as a slot of a
-        # KV cache: the kernel writes a contiguous tensor, copied over.
-        dense = torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        _call(op, values, dense, stream)
-        out.copy_(dense)
+        # KV cache: the kernel writes contiguous tensors, copied over.
+        dense = [torch.empty(o.shape, dtype=o.dtype, device=o.device) for o in outs]
+        _call(op, values, dense[0] if out is outs[0] else tuple(dense), stream)
+        for o, d in zip(outs, dense):
+            o.copy_(d)
         return out
     if op.variadic:
         return packet.default(list(values[0]))
@@ -314,8 +337,13 @@ def _call(op, values, out, stream):
         return out
     if out is None:
         return packet.default(*args, **kwargs)
-    packet.out(*args, out=out, **kwargs)
-    return out
+    if len(op.out_names) == 1:
+        packet.out(*args, out=out, **kwargs)
+        return out
+    if not isinstance(out, (tuple, list)) or len(out) != len(op.out_names):
+        raise TypeError(f"{op.name}(): expected out to be a tuple of {len(op.out_names)} tensors")
+    packet.out(*args, **kwargs, **dict(zip(op.out_names, out)))
+    return tuple(out)
 
 
 def _substitute(op):
@@ -346,6 +374,12 @@ def _register(op):
         qualified = op.torch_name if overload == "default" else f"{op.torch_name}.{overload}"
         _LIBRARY.define(qualified + text)
         op.packet = getattr(getattr(torch.ops, NAMESPACE), op.torch_name)
+        if overload == "default":
+            op.defaults = {
+                a.name: a.default_value
+                for a in op.packet.default._schema.arguments
+                if a.has_default_value()
+            }
         writes_out = overload == "out" or op.writes
         kernel = _out_kernel(op) if writes_out else _functional_kernel(op)
         for key in ("CPU", "CUDA"):

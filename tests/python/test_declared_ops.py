@@ -41,8 +41,11 @@ VARIANTS = {
     14: ("dbad_tensor_list", "argument 'ys' is a Tensor[]; declared ops take tensors one by one"),
     15: ("decl_other", "declares op 'decl::twice' as 'decl::twice(Tensor x, *, float scale) -> Tensor', but "
          "plugin 'decl_good'"),
-    16: ("dbad_two_returns", "returns 2 tensors; a declared op returns at most one"),
+    16: ("dbad_out_with_two_returns", "returns 2 tensors and declares 'out'"),
     17: ("decl_same", None),
+    18: ("dbad_out_not_out", "the output 'result' after '*' must be called 'out'"),
+    19: ("dbad_too_many_writes", "writes 9 tensors (4 returned, 5 in place); expected at most 8"),
+    20: ("dbad_optional_in_place", "'acc' is written (Tensor(x!)): expected a Tensor without a default"),
 }  # fmt: skip
 BROKEN = {stem: reason for stem, reason in VARIANTS.values() if reason}
 
@@ -97,7 +100,7 @@ def test_example_axpby_checks_like_the_others():
         ops.example.axpby(x, y, a=1.0, b=1.0, c=2.0)
     with pytest.raises(ValueError, match=r"expected out of shape \[3, 5\], got \[2\]"):
         ops.example.axpby(x, y, a=1.0, b=1.0, out=torch.empty(2))
-    with pytest.raises(ValueError, match="out overlaps an input"):
+    with pytest.raises(ValueError, match="out overlaps x in memory"):
         ops.example.axpby(x, y, a=1.0, b=1.0, out=x)
     with pytest.raises(NotImplementedError, match="no loaded plugin has a kernel for float64"):
         ops.example.axpby(x.double(), y.double(), a=1.0, b=1.0)
@@ -226,3 +229,126 @@ def test_info_lists_declared_ops(plugin_dir):
     assert "declares: decl::twice, decl::infer_fails" in r.stdout
     assert "decl::twice [cpu]: float32" in r.stdout
     assert "dbad_null_infer" in r.stdout
+
+
+SEVERAL = """
+import inspect, json, torch, torchferry
+from torchferry import ops
+
+def outcome(fn):
+    try:
+        r = fn()
+        return "ok" if r is None else type(r).__name__
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+
+x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+r = {}
+scaled, total = ops.decl.scaled_and_sum(x, scale=3.0)
+r["scaled"], r["sum"], r["sum_shape"] = scaled.tolist(), total.item(), list(total.shape)
+o0, o1 = torch.empty(3, 4), torch.empty(())
+got = ops.decl.scaled_and_sum(x, out=(o0, o1))
+r["out_tuple_is_out"] = type(got) is tuple and got[0] is o0 and got[1] is o1
+r["out_values"] = [o0.tolist(), o1.item()]
+got = ops.decl.scaled_and_sum(x, out=[o0, o1])
+r["out_list_is_out"] = got[0] is o0 and got[1] is o1
+r["out_one"] = outcome(lambda: ops.decl.scaled_and_sum(x, out=o0))
+r["out_three"] = outcome(lambda: ops.decl.scaled_and_sum(x, out=(o0, o1, o1)))
+keep = torch.full((3, 4), 7.0)
+r["out_bad_shape"] = outcome(lambda: ops.decl.scaled_and_sum(x, out=(keep, torch.empty(2))))
+r["kept"] = bool((keep == 7.0).all())
+buf = torch.empty(3, 4)
+r["outs_overlap"] = outcome(lambda: ops.decl.scaled_and_sum(x, out=(buf, buf[0, 0])))
+r["out_overlaps_input"] = outcome(lambda: ops.decl.scaled_and_sum(x, out=(x, o1)))
+r["signature"] = str(inspect.signature(ops.decl.scaled_and_sum))
+r["infer_two"] = torchferry._C._infer("decl::scaled_and_sum", "cpu", (((3, 4), "float32"), 2.0), None)
+
+acc = torch.ones(3, 4)
+v = acc._version
+r["accumulate"] = outcome(lambda: ops.decl.accumulate(x, acc, scale=2.0))
+r["acc"] = acc.tolist()
+r["acc_version_bumped"] = acc._version > v
+r["accumulate_alias"] = outcome(lambda: ops.decl.accumulate(x, x))
+r["accumulate_overlap"] = outcome(lambda: ops.decl.accumulate(x[:, :2], x[:, 1:3]))
+r["accumulate_expanded"] = outcome(lambda: ops.decl.accumulate(x[0], torch.zeros(1).expand(4)))
+r["accumulate_shape"] = outcome(lambda: ops.decl.accumulate(x, torch.zeros(4, 3)))
+r["accumulate_out"] = outcome(lambda: ops.decl.accumulate(x, acc, out=torch.empty(3, 4)))
+g = torch.zeros(3, 4, requires_grad=True)
+r["accumulate_grad"] = outcome(lambda: ops.decl.accumulate(x, g))
+with torch.no_grad():
+    r["accumulate_no_grad"] = outcome(lambda: ops.decl.accumulate(x, g))
+r["g"] = g.detach().tolist()
+r["infer_in_place"] = torchferry._C._infer(
+    "decl::accumulate", "cpu", (((3, 4), "float32"), ((3, 4), "float32"), 1.0), None)
+
+acc2 = torch.ones(3, 4)
+twice = ops.decl.accumulate_twice(x, acc2)
+r["twice"], r["acc2"] = twice.tolist(), acc2.tolist()
+r["twice_out_is_acc"] = outcome(lambda: ops.decl.accumulate_twice(x, acc2, out=acc2))
+
+def step(x, acc, o0, o1):
+    s, t = ops.decl.scaled_and_sum(x)
+    ops.decl.accumulate(s, acc, scale=0.5)
+    ops.decl.scaled_and_sum(acc, scale=1.0, out=(o0, o1))
+    return s, t, ops.decl.accumulate_twice(x, acc)
+
+def run_step(fn):
+    acc, o0, o1 = torch.ones(3, 4), torch.empty(3, 4), torch.empty(())
+    s, t, u = fn(x, acc, o0, o1)
+    return [v.tolist() for v in (s, t, u, acc, o0, o1)]
+
+r["step_eager"] = run_step(step)
+r["step_compiled"] = run_step(torch.compile(step, fullgraph=True, backend="aot_eager"))
+r["torch_schemas"] = [str(getattr(torch.ops.torchferry, n).default._schema)
+                      for n in ("decl__scaled_and_sum", "decl__accumulate")]
+r["torch_out_schema"] = str(torch.ops.torchferry.decl__scaled_and_sum.out._schema)
+print("REPORT" + json.dumps(r))
+"""
+
+
+def test_a_declared_op_returns_several_tensors_and_writes_in_place(plugin_dir):
+    r = run(plugin_dir, SEVERAL)
+    x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    assert r["scaled"] == (3 * x).tolist() and r["sum"] == 66.0 and r["sum_shape"] == []
+    assert r["out_tuple_is_out"] and r["out_list_is_out"]
+    assert r["out_values"] == [(2 * x).tolist(), 66.0]
+    assert r["out_one"] == "TypeError: decl::scaled_and_sum(): expected out to be a tuple of 2 tensors, got Tensor"
+    assert r["out_three"] == "TypeError: decl::scaled_and_sum(): expected out to be a tuple of 2 tensors, got a tuple of 3"
+    assert r["out_bad_shape"] == "ValueError: decl::scaled_and_sum(): expected out[1] of shape [], got [2]"
+    assert r["kept"]
+    assert "out[0]" in r["outs_overlap"] and "out[1]" in r["outs_overlap"], r["outs_overlap"]
+    assert r["out_overlaps_input"].startswith("ValueError: decl::scaled_and_sum(): "), r["out_overlaps_input"]
+    assert "x" in r["out_overlaps_input"] and "out[0]" in r["out_overlaps_input"]
+    assert r["signature"] == "(x, *, scale=2.0, out=None, stream=None)"
+    assert r["infer_two"] == [[[3, 4], "float32"], [[], "float32"]]
+
+    assert r["accumulate"] == "ok"
+    assert r["acc"] == (1 + 2 * x).tolist() and r["acc_version_bumped"]
+    for key in ("accumulate_alias", "accumulate_overlap"):
+        assert r[key].startswith("ValueError: decl::accumulate(): "), r[key]
+        assert "acc" in r[key], r[key]
+    assert r["accumulate_expanded"].startswith("ValueError: decl::accumulate(): "), r["accumulate_expanded"]
+    assert "acc" in r["accumulate_expanded"]
+    assert r["accumulate_shape"] == "ValueError: decl_good: decl::accumulate(): x and acc differ in shape or dtype"
+    assert r["accumulate_out"] == "TypeError: decl::accumulate(): returns nothing, so it takes no out="
+    assert r["accumulate_grad"] == (
+        "RuntimeError: decl::accumulate(): torchferry ops don't support automatic differentiation, but one of "
+        "the arguments requires grad; call it under torch.no_grad() or pass detached tensors"
+    )
+    assert r["accumulate_no_grad"] == "ok" and r["g"] == x.tolist()
+    assert r["infer_in_place"] is None
+
+    assert r["acc2"] == (1 + x).tolist() and r["twice"] == (2 * (1 + x)).tolist()
+    assert r["twice_out_is_acc"].startswith("ValueError: decl::accumulate_twice(): "), r["twice_out_is_acc"]
+
+    # torch.compile sees the same op: several returns, out=(...) and the
+    # in-place write, through functionalization, with eager's results.
+    assert r["step_compiled"] == r["step_eager"]
+    assert r["step_eager"][3] == (1 + x + x).tolist()  # acc: += 0.5 * 2x, then += x
+    assert r["torch_schemas"] == [
+        "torchferry::decl__scaled_and_sum(Tensor x, *, float scale=2.) -> (Tensor, Tensor)",
+        "torchferry::decl__accumulate(Tensor x, Tensor(b!) acc, *, float scale=1.) -> ()",
+    ]
+    assert r["torch_out_schema"] == (
+        "torchferry::decl__scaled_and_sum.out(Tensor x, *, float scale=2., Tensor(a!) out0, Tensor(b!) out1) -> ()"
+    )

@@ -756,15 +756,15 @@ std::set<uintptr_t> Call::Elements(const tf_tensor& v, int itemsize,
 }
 
 void Call::CheckAccepted() {
-  if (frame_.out_ref == nullptr) return;
-  const tf_tensor& output_ = frame_.output;
-  const int out_item = Dtype(frame_.out_ref->dtype).itemsize;
+  if (frame_.out_ref() == nullptr) return;
+  const tf_tensor& output_ = frame_.output();
+  const int out_item = Dtype(frame_.out_ref()->dtype).itemsize;
   bool distinct;
   std::set<uintptr_t> out_elems = Elements(output_, out_item, &distinct);
   // CheckWritable promises what torch's own out= check does: no stride 0 on a
   // dim of size > 1 of an out that has elements. Other self-overlapping outs
   // (as_strided) pass both.
-  for (int d = 0; frame_.out_ref->numel > 0 && d < output_.ndim; ++d) {
+  for (int d = 0; frame_.out_ref()->numel > 0 && d < output_.ndim; ++d) {
     if (output_.shape[d] > 1 && output_.strides[d] == 0) {
       Broken("the checks accepted an out with stride 0 on a dim of size > 1");
     }
@@ -850,7 +850,7 @@ void Call::Describe(const std::string& plugin) const {
                  static_cast<long long>(a.value.i), a.value.f);
   }
   if (frame_.num_outputs > 0) {
-    std::fprintf(stderr, "  out: %s\n", ViewText(frame_.output).c_str());
+    std::fprintf(stderr, "  out: %s\n", ViewText(frame_.output()).c_str());
   }
   for (const auto& o : operands_) {
     if (o->owned) {
@@ -891,10 +891,10 @@ void Call::CallKernel(Registry* registry) {
   }
   std::set<uintptr_t> written;
   int out_item = 1;
-  if (frame_.out_ref != nullptr && !out_of_range) {  // a bad id writes none
+  if (frame_.out_ref() != nullptr && !out_of_range) {  // a bad id writes none
     bool distinct;
-    out_item = Dtype(frame_.out_ref->dtype).itemsize;
-    written = Elements(frame_.output, out_item, &distinct);
+    out_item = Dtype(frame_.out_ref()->dtype).itemsize;
+    written = Elements(frame_.output(), out_item, &distinct);
     // An input written in place (add_rms_norm's residual) is an output too,
     // of out's dtype.
     for (int i = 1; i < frame_.num_outputs; ++i) {

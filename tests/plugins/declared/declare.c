@@ -34,8 +34,11 @@
 #define TAKEN_NAMESPACE 13
 #define TENSOR_LIST 14
 #define CONFLICT 15
-#define TWO_RETURNS 16
+#define OUT_WITH_TWO_RETURNS 16
 #define SAME_SCHEMA 17 /* correct: a second plugin serving decl::twice */
+#define OUT_NOT_OUT 18
+#define TOO_MANY_WRITES 19
+#define OPTIONAL_IN_PLACE 20
 
 /* out = scale * x (+ 1 for the SAME_SCHEMA plugin, to tell them apart). */
 static tf_status twice(const tf_call* call) {
@@ -73,6 +76,106 @@ static tf_status same_as_x(const tf_call* call, tf_tensor_spec* specs,
 }
 
 #if FLAW == GOOD
+static int64_t numel(const tf_tensor* t) {
+  int64_t n = 1;
+  int32_t d;
+  for (d = 0; d < t->ndim; ++d) n *= t->shape[d];
+  return n;
+}
+static int contiguous(const tf_call* call) {
+  int32_t i;
+  for (i = 0; i < call->num_inputs; ++i) {
+    if (!(call->inputs[i].value.tensor->flags & TF_TENSOR_CONTIGUOUS)) return 0;
+  }
+  for (i = 0; i < call->num_outputs; ++i) {
+    if (!(call->outputs[i].flags & TF_TENSOR_CONTIGUOUS)) return 0;
+  }
+  return 1;
+}
+
+/* decl::scaled_and_sum: outputs[0] = scale * x, outputs[1] = sum(x) (0-dim):
+   two returns of different shapes. */
+static tf_status scaled_and_sum(const tf_call* call) {
+  const tf_tensor* x = call->inputs[0].value.tensor;
+  const float scale = (float)call->attrs[0].value.f;
+  const float* xs = (const float*)x->data;
+  float sum = 0;
+  int64_t i;
+  if (call->num_outputs != 2 || !contiguous(call)) {
+    return call->host->set_error(call->error_sink, TF_ERROR_UNSUPPORTED,
+                                 "two contiguous outputs only");
+  }
+  for (i = 0; i < numel(x); ++i) {
+    ((float*)call->outputs[0].data)[i] = scale * xs[i];
+    sum += xs[i];
+  }
+  *(float*)call->outputs[1].data = sum;
+  return TF_OK;
+}
+static tf_status infer_scaled_and_sum(const tf_call* call,
+                                      tf_tensor_spec* specs,
+                                      int32_t num_specs) {
+  if (num_specs != 2) {
+    return call->host->set_error(call->error_sink, TF_ERROR_INTERNAL,
+                                 "expected two specs");
+  }
+  same_as_x(call, specs, 1); /* specs[0] */
+  specs[1].dtype = specs[0].dtype;
+  specs[1].ndim = 0;
+  return TF_OK;
+}
+
+/* decl::accumulate: acc += scale * x, in place; returns nothing. acc is
+   inputs[1] (read) and outputs[0] (written). */
+static tf_status accumulate(const tf_call* call) {
+  const tf_tensor* x = call->inputs[0].value.tensor;
+  const float scale = (float)call->attrs[0].value.f;
+  int64_t i;
+  if (call->num_outputs != 1 || !contiguous(call) ||
+      call->outputs[0].data != call->inputs[1].value.tensor->data) {
+    return call->host->set_error(call->error_sink, TF_ERROR_INTERNAL,
+                                 "expected acc as inputs[1] and outputs[0]");
+  }
+  for (i = 0; i < numel(x); ++i) {
+    ((float*)call->outputs[0].data)[i] += scale * ((const float*)x->data)[i];
+  }
+  return TF_OK;
+}
+/* Also decl::accumulate_twice's: x and acc must agree; its one return is
+   x's shape. */
+static tf_status infer_same_shapes(const tf_call* call, tf_tensor_spec* specs,
+                                   int32_t num_specs) {
+  const tf_tensor* x = call->inputs[0].value.tensor;
+  const tf_tensor* acc = call->inputs[1].value.tensor;
+  int32_t d;
+  int same = x->ndim == acc->ndim && x->dtype.code == acc->dtype.code &&
+             x->dtype.bits == acc->dtype.bits;
+  for (d = 0; same && d < x->ndim; ++d) same = x->shape[d] == acc->shape[d];
+  if (!same) {
+    return call->host->set_error(call->error_sink, TF_ERROR_INVALID_ARGUMENT,
+                                 "x and acc differ in shape or dtype");
+  }
+  return num_specs == 0 ? TF_OK : same_as_x(call, specs, num_specs);
+}
+
+/* decl::accumulate_twice: acc += x, then outputs[0] = 2 * acc. The return
+   comes first in outputs, the argument written in place after it. */
+static tf_status accumulate_twice(const tf_call* call) {
+  const tf_tensor* x = call->inputs[0].value.tensor;
+  float* acc = (float*)call->outputs[1].data;
+  int64_t i;
+  if (call->num_outputs != 2 || !contiguous(call) ||
+      call->outputs[1].data != call->inputs[1].value.tensor->data) {
+    return call->host->set_error(call->error_sink, TF_ERROR_INTERNAL,
+                                 "expected acc as inputs[1] and outputs[1]");
+  }
+  for (i = 0; i < numel(x); ++i) {
+    acc[i] += ((const float*)x->data)[i];
+    ((float*)call->outputs[0].data)[i] = 2 * acc[i];
+  }
+  return TF_OK;
+}
+
 /* The infer functions of the ops that misbehave at call time. */
 static tf_status infer_fails(const tf_call* call, tf_tensor_spec* specs,
                              int32_t num_specs) {
@@ -149,12 +252,29 @@ static const tf_op_decl ops[] = {
     DECL("decl::bad_dtype", "decl::bad_dtype(Tensor x) -> Tensor", infer_dtype),
     DECL("decl::wrong_shape", "decl::wrong_shape(Tensor x) -> Tensor",
          infer_wrong_shape),
+    DECL("decl::scaled_and_sum",
+         "decl::scaled_and_sum(Tensor x, *, float scale=2.0) -> "
+         "(Tensor scaled, Tensor sum)",
+         infer_scaled_and_sum),
+    DECL("decl::accumulate",
+         "decl::accumulate(Tensor x, Tensor(a!) acc, *, float scale=1.0) -> ()",
+         infer_same_shapes),
+    DECL("decl::accumulate_twice",
+         "decl::accumulate_twice(Tensor x, Tensor(a!) acc) -> Tensor",
+         infer_same_shapes),
 };
 static const tf_kernel kernels[] = {
-    KERNEL("decl::twice", twice),        KERNEL("decl::infer_fails", twice),
-    KERNEL("decl::infer_silent", twice), KERNEL("decl::negative", twice),
-    KERNEL("decl::huge", twice),         KERNEL("decl::rank", twice),
-    KERNEL("decl::bad_dtype", twice),    KERNEL("decl::wrong_shape", twice),
+    KERNEL("decl::twice", twice),
+    KERNEL("decl::infer_fails", twice),
+    KERNEL("decl::infer_silent", twice),
+    KERNEL("decl::negative", twice),
+    KERNEL("decl::huge", twice),
+    KERNEL("decl::rank", twice),
+    KERNEL("decl::bad_dtype", twice),
+    KERNEL("decl::wrong_shape", twice),
+    KERNEL("decl::scaled_and_sum", scaled_and_sum),
+    KERNEL("decl::accumulate", accumulate),
+    KERNEL("decl::accumulate_twice", accumulate_twice),
 };
 #elif FLAW == SAME_SCHEMA || FLAW == CONFLICT
 static const tf_op_decl ops[] = {
@@ -193,8 +313,20 @@ static const tf_op_decl ops[] = {
     DECL("abs::f", "abs::f(Tensor x) -> Tensor", same_as_x),
 #elif FLAW == TENSOR_LIST
     DECL("dbad::f", "dbad::f(Tensor x, Tensor[] ys) -> Tensor", same_as_x),
-#elif FLAW == TWO_RETURNS
-    DECL("dbad::f", "dbad::f(Tensor x) -> (Tensor a, Tensor b)", same_as_x),
+#elif FLAW == OUT_WITH_TWO_RETURNS
+    DECL("dbad::f",
+         "dbad::f(Tensor x, *, Tensor(a!) out) -> (Tensor(a!), Tensor)",
+         same_as_x),
+#elif FLAW == OUT_NOT_OUT
+    DECL("dbad::f", "dbad::f(Tensor x, *, Tensor(a!) result) -> Tensor(a!)",
+         same_as_x),
+#elif FLAW == TOO_MANY_WRITES
+    DECL("dbad::f",
+         "dbad::f(Tensor x, Tensor(a!) p, Tensor(b!) q, Tensor(c!) r, "
+         "Tensor(d!) s, Tensor(e!) t) -> (Tensor, Tensor, Tensor, Tensor)",
+         same_as_x),
+#elif FLAW == OPTIONAL_IN_PLACE
+    DECL("dbad::f", "dbad::f(Tensor x, Tensor(a!)? acc) -> ()", same_as_x),
 #else
     DECL("dbad::f", "dbad::f(Tensor x) -> Tensor", same_as_x),
 #endif
