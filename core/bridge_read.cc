@@ -113,7 +113,7 @@ bool Bridge::FillFromHandle(AtenTensorHandle h, PyObject* obj, const char* what,
   if (ref->dtype == kNoDtype) {
     return RaiseError(PyExc_TypeError,
                       fmt::format("{}: torchferry does not carry dtype {}; "
-                                  "expected a float, int, uint8 or bool dtype",
+                                  "expected a float, int, uint or bool dtype",
                                   what, PyAttrText(obj, "dtype")));
   }
   v.dtype = Dtype(ref->dtype).dtype;

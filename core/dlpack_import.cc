@@ -35,7 +35,7 @@ std::string CheckDlpackTensor(const dlpack::Tensor& dl, DtypeIndex* dtype,
   if (*dtype == kNoDtype) {
     return fmt::format(
         "torchferry does not carry DLPack dtype (code {}, {} bits, {} lanes); "
-        "expected a float, int, uint8 or bool dtype",
+        "expected a float, int, uint or bool dtype",
         dl.dtype.code, dl.dtype.bits, dl.dtype.lanes);
   }
   constexpr int32_t kMaxDims = 64;

@@ -1,8 +1,8 @@
 // torch dtypes as the ABI sees them (the table itself: loader/dtype_table.h).
 // A torch dtype either maps to a tf_dtype that kernels may receive, or is
-// refused by name: complex, float8, the wide unsigned types, quantized and
-// bit types have no kernels in ABI v1, and passing their bytes on as
-// something else would compute garbage.
+// refused by name: complex, float8, quantized and bit types have no kernels
+// in ABI v1, and passing their bytes on as something else would compute
+// garbage.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +30,8 @@ inline constexpr CodeTable kCodeTable;
 
 }  // namespace dtype_tables
 
-// The index for a c10::ScalarType code (on the per-tensor path, hence inline), or kNoDtype for a refused dtype.
+// The index for a c10::ScalarType code (on the per-tensor path, hence inline),
+// or kNoDtype for a refused dtype.
 inline DtypeIndex DtypeFromTorchCode(int32_t code) {
   if (code < 0 || code >= dtype_tables::kMaxTorchCode) return kNoDtype;
   return dtype_tables::kCodeTable.by_code[code];

@@ -66,16 +66,33 @@ bool CheckedInt(const char* op, const char* what, PyObject* value,
   int overflow = 0;
   const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
   if (overflow == 0 && v == -1 && PyErr_Occurred()) return false;
-  // torch's rule (c10::checked_convert): the value must fit the dtype; an
-  // unsigned dtype also takes negatives down to -max, which wrap.
+  // torch's rule (c10::checked_convert): the value must fit the dtype; uint8
+  // also takes negatives down to -255, which wrap. uint16, uint32 and uint64
+  // skip the check in torch: any int from -2**63 to 2**64 - 1 wraps modulo
+  // 2**bits (NumberAsTensor keeps the low bits).
   const int bits = Dtype(dtype).dtype.bits;
   const bool is_unsigned = Dtype(dtype).dtype.code == TF_DTYPE_UINT;
-  long long lo = INT64_MIN, hi = INT64_MAX;
-  if (bits < 64 && dtype != kBool) {
-    hi = is_unsigned ? (1ll << bits) - 1 : (1ll << (bits - 1)) - 1;
-    lo = is_unsigned ? -hi : -hi - 1;
+  long long lo = INT64_MIN;
+  unsigned long long hi = INT64_MAX;
+  if (is_unsigned && bits > 8) {
+    hi = UINT64_MAX;
+  } else if (bits < 64 && dtype != kBool) {
+    hi = is_unsigned ? (1ull << bits) - 1 : (1ull << (bits - 1)) - 1;
+    lo = is_unsigned ? -static_cast<long long>(hi)
+                     : -static_cast<long long>(hi) - 1;
   }
-  if (overflow != 0 || v < lo || v > hi) {
+  if (overflow > 0 && hi > static_cast<unsigned long long>(INT64_MAX)) {
+    // Past int64 but perhaps within uint64: its bit pattern is the element.
+    const unsigned long long u = PyLong_AsUnsignedLongLong(value);
+    if (u != static_cast<unsigned long long>(-1) || !PyErr_Occurred()) {
+      *result = static_cast<int64_t>(u);
+      return true;
+    }
+    if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return false;
+    PyErr_Clear();
+  }
+  if (overflow != 0 || v < lo ||
+      (v > 0 && static_cast<unsigned long long>(v) > hi)) {
     PyObject* text = PyObject_Str(value);
     const std::string shown = text ? Utf8Text(text) : "the value";
     Py_XDECREF(text);
@@ -86,7 +103,12 @@ bool CheckedInt(const char* op, const char* what, PyObject* value,
                     op, what, shown, Dtype(dtype).name, Dtype(dtype).name, lo,
                     hi));
   }
-  *result = is_unsigned && v < 0 ? v + hi + 1 : v;
+  // A negative wraps modulo 2**bits: in unsigned arithmetic, where uint64's
+  // hi + 1 is 0 and leaves the two's complement as it is.
+  *result =
+      is_unsigned && v < 0
+          ? static_cast<int64_t>(static_cast<unsigned long long>(v) + hi + 1)
+          : v;
   return true;
 }
 

@@ -23,8 +23,10 @@ inline bool IsPythonNumber(PyObject* obj) {
 }
 
 // An int `value` as an element of integer or bool `dtype`, by torch's rule
-// (c10::checked_convert): it must fit, except that an unsigned dtype takes
-// negatives down to -max, which wrap. OverflowError in torch's words.
+// (c10::checked_convert): it must fit, except that uint8 takes negatives down
+// to -255, which wrap, and uint16/32/64 take -2**63 to 2**64 - 1, kept as
+// their 64-bit pattern in `result` (its low bits are the element).
+// OverflowError in torch's words.
 bool CheckedInt(const char* op, const char* what, PyObject* value,
                 DtypeIndex dtype, int64_t* result);
 

@@ -10,6 +10,7 @@
 namespace torchferry {
 
 // Dense indices for the dtypes the ABI carries; they key the kernel cache.
+// Append only: a new dtype goes after the last, never between.
 enum DtypeIndex : int8_t {
   kFloat32,
   kFloat64,
@@ -21,6 +22,9 @@ enum DtypeIndex : int8_t {
   kInt64,
   kUInt8,
   kBool,
+  kUInt16,
+  kUInt32,
+  kUInt64,
   kNumDtypes,
   kNoDtype = -1,
 };
@@ -48,6 +52,9 @@ inline constexpr DtypeInfo kDtypes[kNumDtypes] = {
     {{TF_DTYPE_INT, 64, 1}, "int64", 4, 8, false},
     {{TF_DTYPE_UINT, 8, 1}, "uint8", 0, 1, false},
     {{TF_DTYPE_BOOL, 8, 1}, "bool", 11, 1, false},
+    {{TF_DTYPE_UINT, 16, 1}, "uint16", 27, 2, false},
+    {{TF_DTYPE_UINT, 32, 1}, "uint32", 28, 4, false},
+    {{TF_DTYPE_UINT, 64, 1}, "uint64", 29, 8, false},
 };
 
 }  // namespace dtype_tables

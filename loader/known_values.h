@@ -14,7 +14,7 @@ namespace torchferry {
 bool IsKnownDeviceType(int32_t device_type);
 
 // The dtypes of loader/dtype_table.h (float16/32/64, bfloat16,
-// int8/16/32/64, uint8 and bool of 8 bits), lanes 1.
+// int8/16/32/64, uint8/16/32/64 and bool of 8 bits), lanes 1.
 bool IsKnownDtype(tf_dtype dtype);
 
 // "float32", "bool", ...; an unknown dtype reads "dtype(code=3, bits=32,

@@ -404,7 +404,7 @@ class Validator {
     if (!IsKnownDtype(k->dtype)) {
       return Fail(
           "{}: unknown dtype (code {}, bits {}, lanes {}); expected "
-          "one of float16/32/64, bfloat16, int8/16/32/64, uint8, bool "
+          "one of float16/32/64, bfloat16, int8/16/32/64, uint8/16/32/64, bool "
           "with lanes 1",
           where, k->dtype.code, k->dtype.bits, k->dtype.lanes);
     }

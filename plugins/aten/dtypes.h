@@ -31,6 +31,9 @@ inline std::optional<c10::ScalarType> ScalarTypeOf(tf_dtype dtype) {
       break;
     case TF_DTYPE_UINT:
       if (dtype.bits == 8) return c10::ScalarType::Byte;
+      if (dtype.bits == 16) return c10::ScalarType::UInt16;
+      if (dtype.bits == 32) return c10::ScalarType::UInt32;
+      if (dtype.bits == 64) return c10::ScalarType::UInt64;
       break;
     case TF_DTYPE_BOOL:
       if (dtype.bits == 8) return c10::ScalarType::Bool;
@@ -53,7 +56,7 @@ inline std::optional<c10::Device> DeviceOf(tf_device device) {
   return std::nullopt;
 }
 
-// The ABI v1 dtypes, in the order the kernel table lists them.
+// The ABI's dtypes, in the order the kernel table lists them.
 inline constexpr tf_dtype kFloat32{TF_DTYPE_FLOAT, 32, 1};
 inline constexpr tf_dtype kFloat64{TF_DTYPE_FLOAT, 64, 1};
 inline constexpr tf_dtype kFloat16{TF_DTYPE_FLOAT, 16, 1};
@@ -64,5 +67,8 @@ inline constexpr tf_dtype kInt32{TF_DTYPE_INT, 32, 1};
 inline constexpr tf_dtype kInt64{TF_DTYPE_INT, 64, 1};
 inline constexpr tf_dtype kUInt8{TF_DTYPE_UINT, 8, 1};
 inline constexpr tf_dtype kBool{TF_DTYPE_BOOL, 8, 1};
+inline constexpr tf_dtype kUInt16{TF_DTYPE_UINT, 16, 1};
+inline constexpr tf_dtype kUInt32{TF_DTYPE_UINT, 32, 1};
+inline constexpr tf_dtype kUInt64{TF_DTYPE_UINT, 64, 1};
 
 }  // namespace torchferry::aten

@@ -29,21 +29,24 @@ std::vector<OpSpec> OpSpecs() {
   const std::vector<tf_dtype> numbers = Join({floats, signed_ints, {kUInt8}});
   const std::vector<tf_dtype> all = Join({numbers, {kBool}});
   const std::vector<tf_dtype> signed_numbers = Join({floats, signed_ints});
+  // ATen computes only mul, casts and data movement for these.
+  const std::vector<tf_dtype> wide_unsigned{kUInt16, kUInt32, kUInt64};
+  const std::vector<tf_dtype> everything = Join({all, wide_unsigned});
   return {
       {"abs", Abs, signed_numbers},
       {"neg", Neg, signed_numbers},
       {"exp", Exp, floats},
       {"silu", Silu, floats},
       {"add", Add, all},
-      {"mul", Mul, all},
+      {"mul", Mul, everything},
       {"clamp", Clamp, numbers},
-      {"stack", Stack, all},
-      {"cast", Cast, all},
+      {"stack", Stack, everything},
+      {"cast", Cast, everything},
       {"silu_and_mul", SiluAndMul, floats},
       {"rms_norm", RmsNorm, floats},
       {"softmax", Softmax, floats},
       {"matmul", Matmul, floats},
-      {"noop", Noop, all},
+      {"noop", Noop, everything},
       // attention
       {"rotary_embedding", RotaryEmbedding, floats},
       {"scaled_dot_product_attention", Attention, floats},
@@ -51,7 +54,7 @@ std::vector<OpSpec> OpSpecs() {
       {"linear", Linear, floats},
       // embedding and cat
       {"embedding", Embedding, all},
-      {"cat", Cat, all},
+      {"cat", Cat, everything},
       {"add_rms_norm", AddRmsNorm, floats},
   };
 }

@@ -1,14 +1,24 @@
-// cast: converts x to out's dtype, between any two of the ten ABI dtypes.
-// The kernel is keyed by x's dtype and picks the conversion for out's dtype
-// at run time.
+// cast: converts x to out's dtype, between any two of the thirteen ABI
+// dtypes. The kernel is keyed by x's dtype and picks the conversion for out's
+// dtype at run time.
 //
-// Every value first widens exactly (floats to double, integers and bool to
-// int64) and then narrows with one rule per destination. The rules reproduce
-// what torch does on x86-64, including the cases C++ leaves undefined:
+// Every value first widens exactly (floats to double, uint64 to itself, other
+// integers and bool to int64) and then narrows with one rule per destination.
+// The rules reproduce what torch does on x86-64, including the cases C++
+// leaves undefined:
 //  - float to int truncates toward zero; a value out of range (or NaN, inf)
 //    gives the "integer indefinite" of the conversion torch compiles to,
 //    INT_MIN of int32 for int8/int16/int32 (wrapped to the width) and INT_MIN
 //    of int64 for int64/uint8 (torch goes through int64 for uint8);
+//  - float to uint16/uint32 goes through int64 as uint8 does: exact in range,
+//    and a negative in int64's range wraps as torch's does (-1.5 gives the
+//    maximum). torch leaves other values to the compiler, and its scalar and
+//    vectorised loops disagree (NaN to uint32 is 0 or 2^31); here they give
+//    the low bits of INT_MIN of int64, 0;
+//  - float to uint64 is exact up to 2^64, values from 2^63 on included, and
+//    otherwise follows the sequence compilers emit for it on x86-64, as torch
+//    does: below 2^63 through int64 (NaN and -inf give 2^63, negatives wrap),
+//    from 2^64 on (and inf) 0;
 //  - int to int wraps modulo 2^bits;
 //  - to bool is x != 0, from bool is 0 or 1;
 //  - to float16/bfloat16 rounds to float32 first, as c10::Half does.
@@ -52,6 +62,9 @@ bool VisitDtype(tf_dtype dtype, const Visit& visit) {
       return false;
     case TF_DTYPE_UINT:
       if (dtype.bits == 8) return visit(Tag<uint8_t>{}), true;
+      if (dtype.bits == 16) return visit(Tag<uint16_t>{}), true;
+      if (dtype.bits == 32) return visit(Tag<uint32_t>{}), true;
+      if (dtype.bits == 64) return visit(Tag<uint64_t>{}), true;
       return false;
     case TF_DTYPE_BOOL:
       if (dtype.bits == 8) return visit(Tag<Bool>{}), true;
@@ -61,11 +74,14 @@ bool VisitDtype(tf_dtype dtype, const Visit& visit) {
   }
 }
 
-// The exact wide form of a value: double for floats, int64 for the rest.
+// The exact wide form of a value: double for floats, uint64 for itself (its
+// upper half has no int64), int64 for the rest.
 template <typename From>
 inline auto Widen(From v) {
   if constexpr (kIsFloating<From>) {
     return static_cast<double>(Load(v));
+  } else if constexpr (std::is_same_v<From, uint64_t>) {
+    return v;
   } else {
     return static_cast<int64_t>(Load(v));
   }
@@ -92,8 +108,19 @@ inline To Narrow(double d) {
     return Store<To>(static_cast<float>(d));
   } else if constexpr (std::is_same_v<To, Bool>) {
     return Store<Bool>(d != 0);
+  } else if constexpr (std::is_same_v<To, uint64_t>) {
+    // x86-64 has no unsigned conversion below AVX-512: compilers convert
+    // d - 2^63 (exact there) and set the top bit back.
+    constexpr double kTopBit = 9223372036854775808.0;  // 2^63
+    constexpr uint64_t kTop = uint64_t{1} << 63;
+    if (d >= kTopBit) {
+      return static_cast<uint64_t>(TruncateToInt<int64_t>(d - kTopBit)) ^ kTop;
+    }
+    return static_cast<uint64_t>(TruncateToInt<int64_t>(d));
   } else if constexpr (std::is_same_v<To, int64_t> ||
-                       std::is_same_v<To, uint8_t>) {
+                       std::is_same_v<To, uint8_t> ||
+                       std::is_same_v<To, uint16_t> ||
+                       std::is_same_v<To, uint32_t>) {
     return static_cast<To>(TruncateToInt<int64_t>(d));
   } else {  // int8, int16, int32
     return static_cast<To>(TruncateToInt<int32_t>(d));
@@ -110,6 +137,20 @@ inline To Narrow(int64_t i) {
     return Store<Bool>(i != 0);
   } else {
     return static_cast<To>(i);  // modulo 2^bits: defined by GCC and Clang
+  }
+}
+
+// From uint64: as from int64, but floats round the unsigned value.
+template <typename To>
+inline To Narrow(uint64_t u) {
+  if constexpr (std::is_same_v<To, double>) {
+    return static_cast<double>(u);
+  } else if constexpr (kIsFloating<To>) {
+    return Store<To>(static_cast<float>(u));
+  } else if constexpr (std::is_same_v<To, Bool>) {
+    return Store<Bool>(u != 0);
+  } else {
+    return static_cast<To>(u);  // modulo 2^bits: defined by GCC and Clang
   }
 }
 
@@ -162,7 +203,8 @@ struct Cast {
       return Fail(call, TF_ERROR_UNSUPPORTED,
                   "cast: expected out's dtype to be one the cpu plugin "
                   "converts to (float16, bfloat16, float32, float64, int8, "
-                  "int16, int32, int64, uint8, bool), found %s; cast in two "
+                  "int16, int32, int64, uint8, uint16, uint32, uint64, bool), "
+                  "found %s; cast in two "
                   "steps or leave this cast to another backend",
                   found);
     }

@@ -39,6 +39,9 @@ TF_CPU_DTYPE(int32_t, TF_DTYPE_INT, int32_t, int64_t)
 TF_CPU_DTYPE(int64_t, TF_DTYPE_INT, int64_t, int64_t)
 TF_CPU_DTYPE(uint8_t, TF_DTYPE_UINT, uint8_t, int64_t)
 TF_CPU_DTYPE(Bool, TF_DTYPE_BOOL, bool, int64_t)
+TF_CPU_DTYPE(uint16_t, TF_DTYPE_UINT, uint16_t, uint64_t)
+TF_CPU_DTYPE(uint32_t, TF_DTYPE_UINT, uint32_t, uint64_t)
+TF_CPU_DTYPE(uint64_t, TF_DTYPE_UINT, uint64_t, uint64_t)
 #undef TF_CPU_DTYPE
 
 template <typename T>
@@ -138,8 +141,12 @@ using FloatTypes = TypeList<float, double, Half, BFloat16>;
 // int8, int16 and uint8 are left to the ATen fallback for arithmetic.
 using WideSignedTypes = TypeList<int32_t, int64_t>;
 using ArithmeticTypes = JoinTypes<FloatTypes, WideSignedTypes>::type;
+// torch computes little for these beyond mul, casts and moving data (no add,
+// abs, neg or clamp), so neither does this plugin.
+using WideUnsignedTypes = TypeList<uint16_t, uint32_t, uint64_t>;
 using AllTypes =
     JoinTypes<FloatTypes,
-              TypeList<int8_t, int16_t, int32_t, int64_t, uint8_t, Bool>>::type;
+              TypeList<int8_t, int16_t, int32_t, int64_t, uint8_t, Bool>,
+              WideUnsignedTypes>::type;
 
 }  // namespace torchferry::cpu

@@ -253,7 +253,7 @@ constexpr auto kTable = JoinKernels(
     KernelsFor<Abs>(ArithmeticTypes{}), KernelsFor<Neg>(ArithmeticTypes{}),
     KernelsFor<Exp>(FloatTypes{}), KernelsFor<Silu>(FloatTypes{}),
     KernelsFor<Add>(ArithmeticTypes{}), KernelsFor<Mul>(ArithmeticTypes{}),
-    KernelsFor<Clamp>(ArithmeticTypes{}));
+    KernelsFor<Mul>(WideUnsignedTypes{}), KernelsFor<Clamp>(ArithmeticTypes{}));
 
 }  // namespace
 

@@ -21,6 +21,9 @@ inline constexpr tf_dtype kI32 = {TF_DTYPE_INT, 32, 1};
 inline constexpr tf_dtype kI64 = {TF_DTYPE_INT, 64, 1};
 inline constexpr tf_dtype kU8 = {TF_DTYPE_UINT, 8, 1};
 inline constexpr tf_dtype kBool = {TF_DTYPE_BOOL, 8, 1};
+inline constexpr tf_dtype kU16 = {TF_DTYPE_UINT, 16, 1};
+inline constexpr tf_dtype kU32 = {TF_DTYPE_UINT, 32, 1};
+inline constexpr tf_dtype kU64 = {TF_DTYPE_UINT, 64, 1};
 
 inline const std::vector<tf_dtype> kFloatDtypes = {kF32, kF64, kF16, kBF16};
 inline const std::vector<tf_dtype> kWideIntDtypes = {kI32, kI64};
@@ -28,6 +31,9 @@ inline const std::vector<tf_dtype> kArithmeticDtypes = {kF32,  kF64, kF16,
                                                         kBF16, kI32, kI64};
 inline const std::vector<tf_dtype> kAllDtypes = {
     kF32, kF64, kF16, kBF16, kI8, kI16, kI32, kI64, kU8, kBool};
+// torch computes only mul, casts and data movement for these; the tests of
+// their values are Python's, against torch.
+inline const std::vector<tf_dtype> kWideUnsignedDtypes = {kU16, kU32, kU64};
 
 bool SameDtype(tf_dtype a, tf_dtype b);
 bool IsFloat(tf_dtype d);

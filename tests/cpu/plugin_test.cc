@@ -43,6 +43,8 @@ std::set<std::string> ExpectedKernels() {
   // linear
   add({"linear"}, kFloatDtypes);
   add({"embedding", "cat"}, kAllDtypes);  // embedding and cat
+  add({"mul", "stack", "cast", "noop", "embedding", "cat"},
+      kWideUnsignedDtypes);
   return keys;
 }
 

@@ -25,7 +25,8 @@ OPS = _op_names()
 
 # --- fuzz_descriptor ---------------------------------------------------------
 # Dtype indices into kKnownDtypes: 0 float32, 1 float64, 2 float16, 3 bfloat16,
-# 4 int8, 5 int16, 6 int32, 7 int64, 8 uint8, 9 bool.
+# 4 int8, 5 int16, 6 int32, 7 int64, 8 uint8, 9 bool, 10 uint16, 11 uint32,
+# 12 uint64.
 
 
 def u16(v):

@@ -126,7 +126,9 @@ TEST_CASE("every known dtype and device is accepted", "[validate]") {
       {TF_DTYPE_FLOAT, 64, 1}, {TF_DTYPE_BFLOAT, 16, 1},
       {TF_DTYPE_INT, 8, 1},    {TF_DTYPE_INT, 16, 1},
       {TF_DTYPE_INT, 32, 1},   {TF_DTYPE_INT, 64, 1},
-      {TF_DTYPE_UINT, 8, 1},   {TF_DTYPE_BOOL, 8, 1}};
+      {TF_DTYPE_UINT, 8, 1},   {TF_DTYPE_BOOL, 8, 1},
+      {TF_DTYPE_UINT, 16, 1},  {TF_DTYPE_UINT, 32, 1},
+      {TF_DTYPE_UINT, 64, 1}};
   const std::vector<int32_t> devices = {TF_DEVICE_CPU, TF_DEVICE_CUDA,
                                         TF_DEVICE_CUDA_HOST, TF_DEVICE_ROCM};
   std::vector<tf_kernel> kernels;
@@ -145,7 +147,7 @@ TEST_CASE("every known dtype and device is accepted", "[validate]") {
 
   for (tf_dtype bad : std::vector<tf_dtype>{{TF_DTYPE_FLOAT, 8, 1},
                                             {TF_DTYPE_BFLOAT, 32, 1},
-                                            {TF_DTYPE_UINT, 16, 1},
+                                            {TF_DTYPE_UINT, 128, 1},
                                             {TF_DTYPE_BOOL, 1, 1},
                                             {5, 64, 1}}) {
     tf_kernel k = Kernel("abs");

@@ -52,7 +52,7 @@ def dtype_id(dtype):
 
 def make(shape, dtype=torch.float32, low=None, high=None, gen=None):
     """Random values that suit `dtype`: normal floats, small signed ints,
-    non-negative uint8, random bools."""
+    non-negative unsigned ints, random bools."""
     shape = tuple(shape)
     if dtype.is_floating_point:
         t = torch.randn(shape, dtype=torch.float32, generator=gen)
@@ -61,7 +61,7 @@ def make(shape, dtype=torch.float32, low=None, high=None, gen=None):
         return t.to(dtype)
     if dtype == torch.bool:
         return torch.randint(0, 2, shape, generator=gen).bool()
-    lo = 0 if dtype == torch.uint8 else -50
+    lo = 0 if not dtype.is_signed else -50
     lo = lo if low is None else low
     hi = 50 if high is None else high
     return torch.randint(lo, hi, shape, dtype=torch.int64, generator=gen).to(dtype)

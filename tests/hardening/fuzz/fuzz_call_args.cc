@@ -120,9 +120,10 @@ struct Operand {
   TensorRef ref{};
 };
 
-constexpr DtypeIndex kAllDtypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16,
-                                     kInt8,    kInt16,   kInt32,   kInt64,
-                                     kUInt8,   kBool};
+constexpr DtypeIndex kAllDtypes[] = {
+    kFloat32, kFloat64, kFloat16, kBFloat16, kInt8,   kInt16, kInt32,
+    kInt64,   kUInt8,   kBool,    kUInt16,   kUInt32, kUInt64};
+static_assert(std::size(kAllDtypes) == kNumDtypes);
 
 class Call : public TensorSource {
  public:
@@ -163,7 +164,7 @@ class Call : public TensorSource {
     const uint8_t v = in_.U8();
     return v % 32 == 0 ? 5 + v % 7 : v % 5;  // mostly 0..4, rarely to 11
   }
-  DtypeIndex AnyDtype() { return kAllDtypes[in_.Pick(10)]; }
+  DtypeIndex AnyDtype() { return kAllDtypes[in_.Pick(kNumDtypes)]; }
   DtypeIndex FloatDtype() { return kAllDtypes[in_.Pick(4)]; }
   DtypeIndex MostlyFloat() {  // one byte, then the dtype's
     return in_.Pick(8) == 0 ? AnyDtype() : FloatDtype();

@@ -50,8 +50,10 @@ constexpr tf_dtype kKnownDtypes[] = {
     {TF_DTYPE_FLOAT, 32, 1},  {TF_DTYPE_FLOAT, 64, 1}, {TF_DTYPE_FLOAT, 16, 1},
     {TF_DTYPE_BFLOAT, 16, 1}, {TF_DTYPE_INT, 8, 1},    {TF_DTYPE_INT, 16, 1},
     {TF_DTYPE_INT, 32, 1},    {TF_DTYPE_INT, 64, 1},   {TF_DTYPE_UINT, 8, 1},
-    {TF_DTYPE_BOOL, 8, 1},
+    {TF_DTYPE_BOOL, 8, 1},    {TF_DTYPE_UINT, 16, 1},  {TF_DTYPE_UINT, 32, 1},
+    {TF_DTYPE_UINT, 64, 1},
 };
+constexpr uint32_t kNumKnownDtypes = std::size(kKnownDtypes);
 
 // Owns every block of one descriptor; each block is exactly its size.
 struct Arena {
@@ -373,7 +375,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           break;
       }
       Put(k, room, offsetof(tf_kernel, device_type), device);
-      tf_dtype dtype = kKnownDtypes[in.Pick(10)];
+      tf_dtype dtype = kKnownDtypes[in.Pick(kNumKnownDtypes)];
       if (in.Pick(4) == 0) {
         dtype.code = in.U8();
         dtype.bits = in.U8();
@@ -472,7 +474,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 5:
         if (has_kernels) {
           Put(kernel_at(i), stride, offsetof(tf_kernel, dtype),
-              kKnownDtypes[in.Pick(10)]);
+              kKnownDtypes[in.Pick(kNumKnownDtypes)]);
         }
         break;
       case 6:
