@@ -464,21 +464,38 @@ bool EpsAttr(const OpFunction& fn, const ParsedArgs& args, int index,
   return true;
 }
 
+// The input of a row norm: a float tensor of at least one dim, whose last
+// dim is the row.
+TensorRef* TakeRowsInput(const char* op, PyObject* value, CallFrame& f) {
+  TensorRef* x = f.Take(value, "input", false);
+  if (x == nullptr || !CheckFloat(op, *x)) return nullptr;
+  if (x->view.ndim < 1) {
+    RaiseError(PyExc_ValueError,
+               fmt::format("{}(): expected input with at least one dim, got "
+                           "a 0-dim tensor",
+                           op));
+    return nullptr;
+  }
+  return x;
+}
+
+// A row norm's weight: one value per element of x's rows.
+TensorRef* TakeRowWeight(const char* op, PyObject* value, CallFrame& f,
+                         const TensorRef& x) {
+  TensorRef* w = TakeLike(op, "weight", value, f, x);
+  const int64_t last = x.view.shape[x.view.ndim - 1];
+  if (w == nullptr || !CheckShape(op, "weight", *w, 1, &last)) return nullptr;
+  return w;
+}
+
 bool PrepareRmsNorm(const OpFunction& fn, const ParsedArgs& args,
                     CallFrame& f) {
   const char* op = fn.name.c_str();
-  TensorRef* x = f.Take(args.values[0], "input", false);
-  if (x == nullptr || !CheckFloat(op, *x)) return false;
+  TensorRef* x = TakeRowsInput(op, args.values[0], f);
+  if (x == nullptr) return false;
   const int ndim = x->view.ndim;
-  if (ndim < 1) {
-    return RaiseError(PyExc_ValueError,
-                      "rms_norm(): expected input with at least one dim, got "
-                      "a 0-dim tensor");
-  }
-  TensorRef* w = TakeLike(op, "weight", args.values[1], f, *x);
+  TensorRef* w = TakeRowWeight(op, args.values[1], f, *x);
   if (w == nullptr) return false;
-  const int64_t last = x->view.shape[ndim - 1];
-  if (!CheckShape(op, "weight", *w, 1, &last)) return false;
   double eps;
   if (!EpsAttr(fn, args, 2, f, &eps)) return false;
   if (!TakeOut(op, args, f, *x, x->dtype, ndim, x->view.shape) ||
@@ -498,15 +515,9 @@ bool PrepareRmsNorm(const OpFunction& fn, const ParsedArgs& args,
 bool PrepareAddRmsNorm(const OpFunction& fn, const ParsedArgs& args,
                        CallFrame& f) {
   const char* op = fn.name.c_str();
-  TensorRef* x = f.Take(args.values[0], "input", false);
-  if (x == nullptr || !CheckFloat(op, *x)) return false;
+  TensorRef* x = TakeRowsInput(op, args.values[0], f);
+  if (x == nullptr) return false;
   const int ndim = x->view.ndim;
-  if (ndim < 1) {
-    return RaiseError(PyExc_ValueError,
-                      fmt::format("{}(): expected input with at least one "
-                                  "dim, got a 0-dim tensor",
-                                  op));
-  }
   TensorRef* r = f.Take(args.values[1], "residual", /*writable=*/true);
   if (r == nullptr || !CheckSameDevice(op, "residual", *r, *x) ||
       !CheckSameDtype(op, "residual", *r, *x) ||
@@ -518,10 +529,8 @@ bool PrepareAddRmsNorm(const OpFunction& fn, const ParsedArgs& args,
       !Bridge::Get().versions().CheckWritable(op, r->object, r->handle())) {
     return false;
   }
-  TensorRef* w = TakeLike(op, "weight", args.values[2], f, *x);
+  TensorRef* w = TakeRowWeight(op, args.values[2], f, *x);
   if (w == nullptr) return false;
-  const int64_t last = x->view.shape[ndim - 1];
-  if (!CheckShape(op, "weight", *w, 1, &last)) return false;
   double eps;
   if (!EpsAttr(fn, args, 3, f, &eps) ||
       !TakeOut(op, args, f, *x, x->dtype, ndim, x->view.shape) ||
