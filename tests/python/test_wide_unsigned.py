@@ -66,10 +66,12 @@ def test_moving_data(dtype):
 
 
 @pytest.mark.parametrize("dtype", WIDE, ids=str)
-@pytest.mark.parametrize("op", ["add", "abs", "neg", "clamp"])
+@pytest.mark.parametrize("op", ["add", "abs", "neg"])
 def test_what_torch_does_not_compute_is_refused_by_name(dtype, op):
+    # (clamp, which torch 2.15 computes for them and earlier torches refuse,
+    # has no kernel for them either.)
     x = torch.ones(3, dtype=dtype)
-    args = {"add": (x, x), "abs": (x,), "neg": (x,), "clamp": (x, x)}[op]
+    args = {"add": (x, x), "abs": (x,), "neg": (x,)}[op]
     with pytest.raises(RuntimeError, match="not implemented for"):
         getattr(torch, op)(*args)  # torch refuses it too
     with pytest.raises(NotImplementedError, match=f"no loaded plugin has a kernel for {str(dtype)[6:]}"):
