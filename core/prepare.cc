@@ -646,21 +646,22 @@ namespace {
 // Checks one spec a plugin's infer gave: a dtype of ABI.md, a rank up to
 // TF_MAX_NDIM and sizes whose tensor a device could hold. `what` is "" or
 // "output 1 ", for messages.
-bool CheckSpec(const std::string& who, const char* what,
+bool CheckSpec(const KernelEntry& kernel, const char* op, const char* what,
                const tf_tensor_spec& spec, DtypeIndex* dtype) {
+  auto who = [&] { return fmt::format("{}: {}()", kernel.plugin->name, op); };
   *dtype = DtypeFromDlpack(spec.dtype.code, spec.dtype.bits, spec.dtype.lanes);
   if (*dtype == kNoDtype) {
     return RaiseError(PyExc_RuntimeError,
                       fmt::format("{}: infer gave {}an unknown dtype (code "
                                   "{}, bits {}, lanes {}); expected a dtype "
                                   "from ABI.md",
-                                  who, what, spec.dtype.code, spec.dtype.bits,
+                                  who(), what, spec.dtype.code, spec.dtype.bits,
                                   spec.dtype.lanes));
   }
   if (spec.ndim < 0 || spec.ndim > TF_MAX_NDIM) {
     return RaiseError(PyExc_RuntimeError,
                       fmt::format("{}: infer gave {}ndim {}; expected 0 to {}",
-                                  who, what, spec.ndim, TF_MAX_NDIM));
+                                  who(), what, spec.ndim, TF_MAX_NDIM));
   }
   // A tensor's bytes must fit an allocation; 2**48 is far past any device.
   uint64_t bytes = static_cast<uint64_t>(Dtype(*dtype).itemsize);
@@ -673,7 +674,7 @@ bool CheckSpec(const std::string& who, const char* what,
           PyExc_RuntimeError,
           fmt::format("{}: infer gave {}shape {}; expected sizes >= 0 whose "
                       "tensor fits in 2**48 bytes",
-                      who, what, ShapeText(spec.ndim, spec.shape)));
+                      who(), what, ShapeText(spec.ndim, spec.shape)));
     }
   }
   return true;
@@ -693,23 +694,27 @@ bool InferOutputs(const OpFunction& fn, const KernelEntry& kernel, CallFrame& f,
     specs[i].ndim = -1;
   }
   const tf_status status = kernel.infer(&call, specs, num_specs);
-  const std::string who = fmt::format("{}: {}()", kernel.plugin->name, op);
   if (status != TF_OK) {
     return RaiseError(ExceptionFor(status),
-                      fmt::format("{}: {}", who,
+                      fmt::format("{}: {}(): {}", kernel.plugin->name, op,
                                   sink.message.empty()
                                       ? fmt::format("infer failed with status "
                                                     "{} and no message",
                                                     status)
                                       : sink.message));
   }
+  static constexpr const char* kWhat[kMaxSchemaReturns] = {
+      "output 0 ", "output 1 ", "output 2 ", "output 3 "};
   for (int i = 0; i < num_specs; ++i) {
-    const std::string what =
-        num_specs == 1 ? std::string() : fmt::format("output {} ", i);
-    if (!CheckSpec(who, what.c_str(), specs[i], &dtypes[i])) return false;
+    const char* what = num_specs == 1 ? "" : kWhat[i];
+    if (!CheckSpec(kernel, op, what, specs[i], &dtypes[i])) return false;
   }
   return true;
 }
+
+// How messages name the returns of an op with several.
+constexpr const char* kOutNames[kMaxSchemaReturns] = {"out[0]", "out[1]",
+                                                      "out[2]", "out[3]"};
 
 // The outputs of an op with several returns: out= is None (each is
 // allocated, and the tuple of them kept for a second pass) or a tuple or
@@ -750,8 +755,7 @@ bool TakeOuts(const char* op, const ParsedArgs& args, CallFrame& f,
                         : std::string(Py_TYPE(out)->tp_name)));
   }
   for (int i = 0; i < n; ++i) {
-    const std::string what = fmt::format("out[{}]", i);
-    if (!TakeOutput(op, what.c_str(), PyTuple_GET_ITEM(out, i), f, i, like,
+    if (!TakeOutput(op, kOutNames[i], PyTuple_GET_ITEM(out, i), f, i, like,
                     dtypes[i], specs[i].ndim, specs[i].shape)) {
       return false;
     }
@@ -855,18 +859,15 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
   // against every other tensor.
   for (int o = 0; o < num_specs; ++o) {
     const TensorRef& out = *f.written[o];
-    const std::string out_name =
-        num_specs == 1 ? std::string("out") : fmt::format("out[{}]", o);
+    const char* out_name = num_specs == 1 ? "out" : kOutNames[o];
     for (int t = 0; t < num_tensors; ++t) {
-      if (!CheckNoOverlap(op, names[t], *tensors[t], out, false,
-                          out_name.c_str())) {
+      if (!CheckNoOverlap(op, names[t], *tensors[t], out, false, out_name)) {
         return false;
       }
     }
     for (int p = 0; p < o; ++p) {
-      const std::string other = fmt::format("out[{}]", p);
-      if (!CheckNoOverlap(op, other.c_str(), *f.written[p], out, false,
-                          out_name.c_str())) {
+      if (!CheckNoOverlap(op, kOutNames[p], *f.written[p], out, false,
+                          out_name)) {
         return false;
       }
     }
