@@ -7,7 +7,8 @@
 //
 // The hot loops (q . k over E, acc += p * v over Ev) run on unit-stride
 // arrays: float32 rows are read in place, other rows are widened into stack
-// buffers first; the AVX2 instantiation is chosen at run time (isa.h).
+// buffers first; the instantiation for the CPU's tier is chosen at run time
+// (isa.h).
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -164,6 +165,11 @@ TF_CPU_AVX2 TF_CPU_FLATTEN void AttendRowAvx2(const RowArgs<T>& r,
                                               Scratch<A>& w) {
   AttendRow<Avx2Isa>(r, w);
 }
+template <typename T, typename A>
+TF_CPU_AVX512 TF_CPU_FLATTEN void AttendRowAvx512(const RowArgs<T>& r,
+                                                  Scratch<A>& w) {
+  AttendRow<Avx512Isa>(r, w);
+}
 
 struct Attention {
   static constexpr const char* kName = "scaled_dot_product_attention";
@@ -235,7 +241,6 @@ struct Attention {
         mask != nullptr && !bool_mask ? DataOf<const T>(*mask) : nullptr;
     const uint8_t* keep = bool_mask ? DataOf<const uint8_t>(*mask) : nullptr;
     T* od = DataOf<T>(out);
-    const bool avx2 = UseAvx2();
 
     // The batch dims, walked as one linear index.
     const int batch_dims = n - 3;
@@ -284,11 +289,7 @@ struct Attention {
             keys = last + 1 < S ? (last + 1 > 0 ? last + 1 : 0) : S;
           }
           r.keys = keys;
-          if (avx2) {
-            AttendRowAvx2(r, w);
-          } else {
-            AttendRowBase(r, w);
-          }
+          TF_CPU_DISPATCH(AttendRow, r, w);
         }
       }
     }

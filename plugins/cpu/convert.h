@@ -69,6 +69,37 @@ TF_CPU_AVX2 inline void FloatToHalfF16c(const float* in, Half* out, int64_t n) {
   }
   for (; i < n; ++i) out[i] = FloatToHalf(in[i]);
 }
+
+// Every lane of a 16-lane AVX-512 operation. The conversions below use the
+// zero-masked intrinsics with it because GCC 12 warns (-Wmaybe-uninitialized)
+// about the _mm512_undefined_* source of the unmasked ones.
+constexpr __mmask16 kAll16 = 0xffff;
+
+// The same sixteen at a time for the AVX-512 tier. Not only for speed: a
+// 512-bit load of floats that two 256-bit stores just wrote cannot be
+// forwarded from the store buffer and stalls, which made float16 abs
+// [8, 4096] 5.6x slower on AVX-512 than on AVX2 with the eight-lane
+// converters.
+TF_CPU_AVX512 inline void HalfToFloatAvx512(const Half* in, float* out,
+                                            int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
+    _mm512_storeu_ps(out + i, _mm512_maskz_cvtph_ps(kAll16, h));
+  }
+  HalfToFloatF16c(in + i, out + i, n - i);
+}
+
+TF_CPU_AVX512 inline void FloatToHalfAvx512(const float* in, Half* out,
+                                            int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h = _mm512_maskz_cvtps_ph(kAll16, _mm512_loadu_ps(in + i), 0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), h);
+  }
+  FloatToHalfF16c(in + i, out + i, n - i);
+}
 #endif
 
 // Eight 16-bit floats at a time, for loops that convert, compute and
@@ -114,7 +145,74 @@ TF_CPU_AVX2 inline void Narrow8Avx2(const float* in, BFloat16* out) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
                    _mm256_castsi256_si128(packed));
 }
+
+TF_CPU_AVX512 inline void Widen16Avx512(const Half* in, float* out) {
+  _mm512_storeu_ps(
+      out,
+      _mm512_maskz_cvtph_ps(
+          kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in))));
+}
+TF_CPU_AVX512 inline void Narrow16Avx512(const float* in, Half* out) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
+                      _mm512_maskz_cvtps_ph(kAll16, _mm512_loadu_ps(in), 0));
+}
+TF_CPU_AVX512 inline void Widen16Avx512(const BFloat16* in, float* out) {
+  const __m512i wide = _mm512_maskz_cvtepu16_epi32(
+      kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in)));
+  _mm512_storeu_ps(
+      out, _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll16, wide, 16)));
+}
+// Narrow8Avx2 on sixteen lanes; every lane fits 16 bits, so vpmovdw's
+// truncation is exact.
+TF_CPU_AVX512 inline void Narrow16Avx512(const float* in, BFloat16* out) {
+  const __m512 v = _mm512_loadu_ps(in);
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i high = _mm512_maskz_srli_epi32(kAll16, u, 16);
+  const __m512i odd = _mm512_and_si512(high, _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_maskz_srli_epi32(
+      kAll16,
+      _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), odd),
+      16);
+  const __m512i quiet = _mm512_or_si512(high, _mm512_set1_epi32(0x40));
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  const __m512i bits = _mm512_mask_blend_epi32(nan, rounded, quiet);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
+                      _mm512_maskz_cvtepi32_epi16(kAll16, bits));
+}
 #endif
+
+// Sixteen at a time: two eight-lane conversions, or one on AVX-512.
+template <typename Isa, typename T>
+inline void Widen16(const T* in, float* out) {
+  static_assert(kHasConvert8<Isa, T>);
+#if TF_CPU_HAVE_AVX2_PATH
+  if constexpr (Isa::kAvx512) {
+    Widen16Avx512(in, out);
+  } else {
+    Widen8Avx2(in, out);
+    Widen8Avx2(in + 8, out + 8);
+  }
+#else
+  (void)in;
+  (void)out;
+#endif
+}
+
+template <typename Isa, typename T>
+inline void Narrow16(const float* in, T* out) {
+  static_assert(kHasConvert8<Isa, T>);
+#if TF_CPU_HAVE_AVX2_PATH
+  if constexpr (Isa::kAvx512) {
+    Narrow16Avx512(in, out);
+  } else {
+    Narrow8Avx2(in, out);
+    Narrow8Avx2(in + 8, out + 8);
+  }
+#else
+  (void)in;
+  (void)out;
+#endif
+}
 
 template <typename Isa, typename T>
 inline void Widen8(const T* in, float* out) {
@@ -144,7 +242,10 @@ inline void WidenBlock(const T* __restrict in, float* __restrict out,
                        int64_t n) {
   if constexpr (std::is_same_v<T, Half>) {
 #if TF_CPU_HAVE_AVX2_PATH
-    if constexpr (Isa::kAvx2) {
+    if constexpr (Isa::kAvx512) {
+      HalfToFloatAvx512(in, out, n);
+      return;
+    } else if constexpr (Isa::kAvx2) {
       HalfToFloatF16c(in, out, n);
       return;
     }
@@ -167,7 +268,10 @@ inline void NarrowBlock(const float* __restrict in, T* __restrict out,
                         int64_t n) {
   if constexpr (std::is_same_v<T, Half>) {
 #if TF_CPU_HAVE_AVX2_PATH
-    if constexpr (Isa::kAvx2) {
+    if constexpr (Isa::kAvx512) {
+      FloatToHalfAvx512(in, out, n);
+      return;
+    } else if constexpr (Isa::kAvx2) {
       FloatToHalfF16c(in, out, n);
       return;
     }

@@ -28,7 +28,7 @@ namespace detail {
 // elementwise ops allow. The __restrict loops let the compiler vectorise
 // without runtime overlap checks; exact aliasing takes the plain copies,
 // which are correct for it because each element is read before it is written.
-// Each loop exists for the baseline and for AVX2 (see isa.h).
+// Each loop exists once per instruction-set tier (see isa.h).
 template <typename O, typename F, typename... P>
 TF_CPU_FLATTEN void FlatLoopBase(O* __restrict o, int64_t n, const F& f,
                                  const P* __restrict... in) {
@@ -41,6 +41,12 @@ TF_CPU_AVX2 TF_CPU_FLATTEN void FlatLoopAvx2(O* __restrict o, int64_t n,
   for (int64_t i = 0; i < n; ++i) o[i] = f(in[i]...);
 }
 template <typename O, typename F, typename... P>
+TF_CPU_AVX512 TF_CPU_FLATTEN void FlatLoopAvx512(O* __restrict o, int64_t n,
+                                                 const F& f,
+                                                 const P* __restrict... in) {
+  for (int64_t i = 0; i < n; ++i) o[i] = f(in[i]...);
+}
+template <typename O, typename F, typename... P>
 TF_CPU_FLATTEN void FlatLoopAliasedBase(O* o, int64_t n, const F& f,
                                         const P*... in) {
   for (int64_t i = 0; i < n; ++i) o[i] = f(in[i]...);
@@ -50,20 +56,20 @@ TF_CPU_AVX2 TF_CPU_FLATTEN void FlatLoopAliasedAvx2(O* o, int64_t n, const F& f,
                                                     const P*... in) {
   for (int64_t i = 0; i < n; ++i) o[i] = f(in[i]...);
 }
+template <typename O, typename F, typename... P>
+TF_CPU_AVX512 TF_CPU_FLATTEN void FlatLoopAliasedAvx512(O* o, int64_t n,
+                                                        const F& f,
+                                                        const P*... in) {
+  for (int64_t i = 0; i < n; ++i) o[i] = f(in[i]...);
+}
 
 template <typename O, typename F, typename... P>
 inline void FlatLoop(bool aliased, O* o, int64_t n, const F& f,
                      const P*... in) {
   if (aliased) {
-    if (UseAvx2()) {
-      FlatLoopAliasedAvx2(o, n, f, in...);
-    } else {
-      FlatLoopAliasedBase(o, n, f, in...);
-    }
-  } else if (UseAvx2()) {
-    FlatLoopAvx2(o, n, f, in...);
+    TF_CPU_DISPATCH(FlatLoopAliased, o, n, f, in...);
   } else {
-    FlatLoopBase(o, n, f, in...);
+    TF_CPU_DISPATCH(FlatLoop, o, n, f, in...);
   }
 }
 
@@ -226,13 +232,11 @@ inline void BlockedRun(T* o, int64_t os, const T* const* in, const int64_t* is,
       for (; start + 16 <= n; start += 16) {
         float t[kInputs][16];
         for (size_t k = 0; k < kInputs; ++k) {
-          Widen8<Isa, T>(in[k] + start, t[k]);
-          Widen8<Isa, T>(in[k] + start + 8, t[k] + 8);
+          Widen16<Isa, T>(in[k] + start, t[k]);
         }
         float r[16];
         for (int j = 0; j < 16; ++j) r[j] = op(t[Is][j]...);
-        Narrow8<Isa, T>(r, o + start);
-        Narrow8<Isa, T>(r + 8, o + start + 8);
+        Narrow16<Isa, T>(r, o + start);
       }
       for (; start + 8 <= n; start += 8) {
         float t[kInputs][8];
@@ -278,6 +282,12 @@ TF_CPU_AVX2 TF_CPU_FLATTEN void BlockedRunAvx2(T* o, int64_t os,
                                                std::index_sequence<Is...> seq) {
   BlockedRun<Avx2Isa>(o, os, in, is, n, op, seq);
 }
+template <typename T, typename Op, size_t... Is>
+TF_CPU_AVX512 TF_CPU_FLATTEN void BlockedRunAvx512(
+    T* o, int64_t os, const T* const* in, const int64_t* is, int64_t n,
+    const Op& op, std::index_sequence<Is...> seq) {
+  BlockedRun<Avx512Isa>(o, os, in, is, n, op, seq);
+}
 
 }  // namespace detail
 
@@ -294,11 +304,7 @@ bool MapBlocked(int ndim, const int64_t* shape, View<T> out, const Op& op,
   if (n == 0) return true;
   auto run = [&](T* o, int64_t os, const T* const* in, const int64_t* is,
                  int64_t len) {
-    if (UseAvx2()) {
-      detail::BlockedRunAvx2(o, os, in, is, len, op, seq);
-    } else {
-      detail::BlockedRunBase(o, os, in, is, len, op, seq);
-    }
+    TF_CPU_DISPATCH(detail::BlockedRun, o, os, in, is, len, op, seq);
   };
   if (out.contiguous && (ins.contiguous && ...)) {
     const T* const in[kInputs] = {ins.data...};

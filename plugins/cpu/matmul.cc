@@ -90,7 +90,7 @@ void MatmulOne(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
 // rows likewise, and a kMr x kNr tile of sums is held in registers across
 // the depth block (8 AVX2 registers). Packing makes every layout of a and b
 // look the same to the inner loop, which is the only place the flops are.
-// Only an AVX2 instantiation exists (isa.h); see Matmul::Run.
+// Only AVX2 and AVX-512 instantiations exist (isa.h); see Matmul::Run.
 
 constexpr int64_t kNr = 16;
 constexpr int64_t kMr = 4;
@@ -270,6 +270,14 @@ TF_CPU_AVX2 TF_CPU_FLATTEN void MatmulPanelsAvx2(const T* a, Strided2d as,
                                                  int64_t n) {
   MatmulPanels<Avx2Isa>(a, as, b, bs, out, os, m, k, n);
 }
+template <typename T>
+TF_CPU_AVX512 TF_CPU_FLATTEN void MatmulPanelsAvx512(const T* a, Strided2d as,
+                                                     const T* b, Strided2d bs,
+                                                     T* out, Strided2d os,
+                                                     int64_t m, int64_t k,
+                                                     int64_t n) {
+  MatmulPanels<Avx512Isa>(a, as, b, bs, out, os, m, k, n);
+}
 
 struct Matmul {
   static constexpr const char* kName = "matmul";
@@ -337,7 +345,7 @@ struct Matmul {
       // stride is not 1.
       constexpr int64_t kNarrowN = 128;
       const bool narrow = std::is_same_v<T, float> && b.strides[2] == 1 &&
-                          n <= kNarrowN && UseAvx2();
+                          n <= kNarrowN && ActiveTier() != Tier::kBaseline;
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
         if (!narrow && Gemm(a_data + i * a_batch, {a.strides[1], a.strides[2]},
                             b_data + i * b_batch, {b.strides[1], b.strides[2]},
@@ -351,12 +359,18 @@ struct Matmul {
       // i-k-j loop below is faster there (about 90 against 490 us for
       // [8, 4096] @ [4096, 16] in float32).
       if constexpr (std::is_same_v<AccumulateOf<T>, float>) {
-        if (UseAvx2()) {
-          MatmulPanelsAvx2<T>(
-              a_data + i * a_batch, {a.strides[1], a.strides[2]},
-              b_data + i * b_batch, {b.strides[1], b.strides[2]},
-              out_data + i * out.strides[0], {out.strides[1], out.strides[2]},
-              m, k, n);
+        if (ActiveTier() != Tier::kBaseline) {
+          const Strided2d as{a.strides[1], a.strides[2]};
+          const Strided2d bs{b.strides[1], b.strides[2]};
+          const Strided2d os{out.strides[1], out.strides[2]};
+          if (ActiveTier() == Tier::kAvx512) {
+            MatmulPanelsAvx512<T>(a_data + i * a_batch, as,
+                                  b_data + i * b_batch, bs,
+                                  out_data + i * out.strides[0], os, m, k, n);
+          } else {
+            MatmulPanelsAvx2<T>(a_data + i * a_batch, as, b_data + i * b_batch,
+                                bs, out_data + i * out.strides[0], os, m, k, n);
+          }
           continue;
         }
       }

@@ -75,9 +75,9 @@ void WarnAboutIsaSetting(const tf_host_api* host) {
   if (IsaSettingValid(value)) return;
   const std::string message =
       std::string(kIsaEnvVar) + "='" + value +
-      "' is not an instruction-set choice: expected 'baseline' or unset "
-      "(case-sensitive); using the CPU's best (" +
-      (UseAvx2() ? "AVX2, FMA and F16C" : "baseline x86-64") + ")";
+      "' is not an instruction-set choice: expected 'baseline', 'avx2' or "
+      "unset (case-sensitive); using the CPU's best (" +
+      TierName(ActiveTier()) + ")";
   Log(host, TF_LOG_WARN, message.c_str());
 }
 

