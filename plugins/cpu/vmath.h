@@ -5,9 +5,9 @@
 // Why not SLEEF (Debian's 3.5, whose kernels torch uses too): measured on a
 // model-167 Xeon, one thread, out = exp(x - 1) and its sum over 256 to 32768
 // floats, SLEEF's Sleef_expf8_u10avx2 took 0.474 ns an element against 0.507
-// for ExpF8 here, Sleef_expf16_u10avx512f 0.298 against 0.296-0.305 for
-// ExpLanes on sixteen lanes; both within 1 ulp of exp (0.97 and 0.99 at
-// most). Highway's own Exp took 1.00 (AVX2) and 0.33 (AVX-512). SLEEF is at
+// for ExpLanes on eight lanes here, Sleef_expf16_u10avx512f 0.298 against
+// 0.296-0.305 for ExpLanes on sixteen; both within 1 ulp of exp (0.97 and 0.99
+// at most). Highway's own Exp took 1.00 (AVX2) and 0.33 (AVX-512). SLEEF is at
 // most 7% ahead, and it is a call per vector, which the elementwise engine's
 // scalar functors (exp, silu, silu_and_mul) cannot make, whereas ExpF
 // inlines and vectorises inside them; and Debian ships it as a 2 MB shared
@@ -102,8 +102,6 @@ inline void ExpLanes(V& v) {
   const I b2 = (n2 + 127) << 23;
   v = y * (V)b1 * (V)b2;
 }
-
-inline void ExpF8(Float8& v) { ExpLanes<Float8, Int8>(v); }
 
 // exp in the accumulate type: ExpF for float32, libm for float64.
 template <typename A>
