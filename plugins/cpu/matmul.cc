@@ -279,6 +279,100 @@ TF_CPU_AVX512 TF_CPU_FLATTEN void MatmulPanelsAvx512(const T* a, Strided2d as,
   MatmulPanels<Avx512Isa>(a, as, b, bs, out, os, m, k, n);
 }
 
+// ---- float16 / bfloat16 b with unit depth stride: dot products ----------
+//
+// b = W.t() of nn.Linear's [n, k] weight has each column contiguous along k,
+// the layout of every linear in a decoder. The panels above gather such a
+// column element by element into their packed rows; for a few rows of a it
+// is cheaper to take each output as a dot product, widening b's columns
+// sixteen (AVX-512) or eight (AVX2) at a time as they are read, a row of a
+// widened once into float32 beforehand. Four columns at a time share each
+// load of a.
+
+constexpr int64_t kDotRows = 16;       // at most this many rows of a
+constexpr int64_t kDotFloats = 16384;  // a widened whole: 64 KiB of stack
+constexpr int64_t kDotColumns = 4;
+
+// out[i, j] = sum_p a[i, p] * b[p, j] with a float32 [m, k] (row stride k)
+// and column j of b at b + j * b_col, unit stride along p.
+template <typename Isa, typename V, typename T>
+inline void DotColumns(const float* a, int64_t m, int64_t k, const T* b,
+                       int64_t b_col, T* out, Strided2d os, int64_t n) {
+  constexpr int64_t kLanes = sizeof(V) / sizeof(float);
+  for (int64_t j0 = 0; j0 < n; j0 += kDotColumns) {
+    const int64_t jn = n - j0 < kDotColumns ? n - j0 : kDotColumns;
+    const T* col[kDotColumns];
+    // Past the last column the last one is read again, never stored.
+    for (int64_t c = 0; c < kDotColumns; ++c) {
+      col[c] = b + (j0 + (c < jn ? c : jn - 1)) * b_col;
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      const float* row = a + i * k;
+      V acc[kDotColumns] = {};
+      int64_t p = 0;
+      for (; p + kLanes <= k; p += kLanes) {
+        V av;
+        std::memcpy(&av, row + p, sizeof av);
+        for (int64_t c = 0; c < kDotColumns; ++c) {
+          float wide[kLanes];
+          if constexpr (kLanes == 16) {
+            Widen16<Isa, T>(col[c] + p, wide);
+          } else {
+            Widen8<Isa, T>(col[c] + p, wide);
+          }
+          V bv;
+          std::memcpy(&bv, wide, sizeof bv);
+          acc[c] += av * bv;
+        }
+      }
+      for (int64_t c = 0; c < jn; ++c) {
+        float sum = 0;
+        for (int64_t l = 0; l < kLanes; ++l) sum += acc[c][l];
+        for (int64_t q = p; q < k; ++q) {
+          sum += row[q] * static_cast<float>(Load(col[c][q]));
+        }
+        out[i * os.rows + (j0 + c) * os.cols] =
+            Store<T>(static_cast<ComputeOf<T>>(sum));
+      }
+    }
+  }
+}
+
+// a [m, k] of any strides widened into `wide` (row stride k), then
+// DotColumns.
+template <typename Isa, typename V, typename T>
+inline void MatmulDots(const T* a, Strided2d as, const T* b, int64_t b_col,
+                       T* out, Strided2d os, int64_t m, int64_t k, int64_t n) {
+  float wide[kDotFloats];
+  for (int64_t i = 0; i < m; ++i) {
+    const T* row = a + i * as.rows;
+    if (as.cols == 1) {
+      WidenBlock<Isa>(row, wide + i * k, k);
+    } else {
+      for (int64_t p = 0; p < k; ++p) {
+        wide[i * k + p] = static_cast<float>(Load(row[p * as.cols]));
+      }
+    }
+  }
+  DotColumns<Isa, V>(wide, m, k, b, b_col, out, os, n);
+}
+
+template <typename T>
+TF_CPU_AVX2 TF_CPU_FLATTEN void MatmulDotsAvx2(const T* a, Strided2d as,
+                                               const T* b, int64_t b_col,
+                                               T* out, Strided2d os, int64_t m,
+                                               int64_t k, int64_t n) {
+  MatmulDots<Avx2Isa, Float8>(a, as, b, b_col, out, os, m, k, n);
+}
+template <typename T>
+TF_CPU_AVX512 TF_CPU_FLATTEN void MatmulDotsAvx512(const T* a, Strided2d as,
+                                                   const T* b, int64_t b_col,
+                                                   T* out, Strided2d os,
+                                                   int64_t m, int64_t k,
+                                                   int64_t n) {
+  MatmulDots<Avx512Isa, F32x16>(a, as, b, b_col, out, os, m, k, n);
+}
+
 struct Matmul {
   static constexpr const char* kName = "matmul";
   template <typename T>
@@ -363,6 +457,20 @@ struct Matmul {
           const Strided2d as{a.strides[1], a.strides[2]};
           const Strided2d bs{b.strides[1], b.strides[2]};
           const Strided2d os{out.strides[1], out.strides[2]};
+          if constexpr (kBlocked<T>) {
+            if (b.strides[1] == 1 && m <= kDotRows && m * k <= kDotFloats) {
+              if (ActiveTier() == Tier::kAvx512) {
+                MatmulDotsAvx512<T>(a_data + i * a_batch, as,
+                                    b_data + i * b_batch, b.strides[2],
+                                    out_data + i * out.strides[0], os, m, k, n);
+              } else {
+                MatmulDotsAvx2<T>(a_data + i * a_batch, as,
+                                  b_data + i * b_batch, b.strides[2],
+                                  out_data + i * out.strides[0], os, m, k, n);
+              }
+              continue;
+            }
+          }
           if (ActiveTier() == Tier::kAvx512) {
             MatmulPanelsAvx512<T>(a_data + i * a_batch, as,
                                   b_data + i * b_batch, bs,

@@ -97,3 +97,27 @@ def test_decode_shapes_float32():
         a = make((m, k)) / math.sqrt(k)
         for b in (make((k, k)), make((k, k)).t()):
             assert_matches(ops.matmul(a, b), torch.matmul(a, b), reduce=True)
+
+
+# float16 and bfloat16 against W.t() with at most 16 rows and 16384 elements
+# of a take dot products (matmul.cc's MatmulDots); one more row or element
+# takes the panels. Both sides of each bound, with depth tails that are not a
+# multiple of the 16 or 8 lanes and a column count that is not one of 4.
+@pytest.mark.parametrize("m,k", [(1, 16384), (1, 16385), (16, 1024), (16, 1025), (17, 64), (3, 1), (5, 23)])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=dtype_id)
+def test_half_weight_t_dot_products_around_their_bounds(dtype, m, k):
+    n = 7
+    a = (make((m, k)) / math.sqrt(k)).to(dtype)
+    w = make((n, k), dtype).t()
+    want = torch.matmul(a.float(), w.float()).to(dtype)
+    assert_matches(ops.matmul(a, w), want, reduce=True)
+    assert_matches(ops.linear(a, w.t()), want, reduce=True)
+
+
+def test_half_weight_t_dot_products_keep_nan_and_inf():
+    a = torch.ones(1, 40, dtype=torch.bfloat16)
+    w = torch.ones(3, 40, dtype=torch.bfloat16)
+    w[0, 5] = float("nan")
+    w[1, 39] = float("inf")  # past the last full vector of 16 lanes
+    got = ops.linear(a, w)
+    assert torch.isnan(got[0, 0]) and torch.isinf(got[0, 1]) and got[0, 2].item() == 40.0
