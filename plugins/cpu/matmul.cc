@@ -11,6 +11,8 @@
 // reused from cache by every row block. Accumulators live on the stack.
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <type_traits>
 
 #include "call.h"
@@ -285,12 +287,12 @@ TF_CPU_AVX512 TF_CPU_FLATTEN void MatmulPanelsAvx512(const T* a, Strided2d as,
 // the layout of every linear in a decoder. The panels above gather such a
 // column element by element into their packed rows; for a few rows of a it
 // is cheaper to take each output as a dot product, widening b's columns
-// sixteen (AVX-512) or eight (AVX2) at a time as they are read, a row of a
-// widened once into float32 beforehand. Four columns at a time share each
-// load of a.
+// sixteen (AVX-512) or eight (AVX2) at a time as they are read, a widened
+// once into float32 beforehand (on the stack up to kDotStackFloats, else in
+// one allocation). Four columns at a time share each load of a.
 
-constexpr int64_t kDotRows = 16;       // at most this many rows of a
-constexpr int64_t kDotFloats = 16384;  // a widened whole: 64 KiB of stack
+constexpr int64_t kDotRows = 16;           // at most this many rows of a
+constexpr int64_t kDotStackFloats = 8192;  // 32 KiB
 constexpr int64_t kDotColumns = 4;
 
 // out[i, j] = sum_p a[i, p] * b[p, j] with a float32 [m, k] (row stride k)
@@ -338,12 +340,12 @@ inline void DotColumns(const float* a, int64_t m, int64_t k, const T* b,
   }
 }
 
-// a [m, k] of any strides widened into `wide` (row stride k), then
-// DotColumns.
+// a [m, k] of any strides widened into `wide` (m * k floats, row stride
+// k), then DotColumns.
 template <typename Isa, typename V, typename T>
 inline void MatmulDots(const T* a, Strided2d as, const T* b, int64_t b_col,
-                       T* out, Strided2d os, int64_t m, int64_t k, int64_t n) {
-  float wide[kDotFloats];
+                       T* out, Strided2d os, int64_t m, int64_t k, int64_t n,
+                       float* wide) {
   for (int64_t i = 0; i < m; ++i) {
     const T* row = a + i * as.rows;
     if (as.cols == 1) {
@@ -361,16 +363,17 @@ template <typename T>
 TF_CPU_AVX2 TF_CPU_FLATTEN void MatmulDotsAvx2(const T* a, Strided2d as,
                                                const T* b, int64_t b_col,
                                                T* out, Strided2d os, int64_t m,
-                                               int64_t k, int64_t n) {
-  MatmulDots<Avx2Isa, Float8>(a, as, b, b_col, out, os, m, k, n);
+                                               int64_t k, int64_t n,
+                                               float* wide) {
+  MatmulDots<Avx2Isa, Float8>(a, as, b, b_col, out, os, m, k, n, wide);
 }
 template <typename T>
 TF_CPU_AVX512 TF_CPU_FLATTEN void MatmulDotsAvx512(const T* a, Strided2d as,
                                                    const T* b, int64_t b_col,
                                                    T* out, Strided2d os,
                                                    int64_t m, int64_t k,
-                                                   int64_t n) {
-  MatmulDots<Avx512Isa, F32x16>(a, as, b, b_col, out, os, m, k, n);
+                                                   int64_t n, float* wide) {
+  MatmulDots<Avx512Isa, F32x16>(a, as, b, b_col, out, os, m, k, n, wide);
 }
 
 struct Matmul {
@@ -458,17 +461,29 @@ struct Matmul {
           const Strided2d bs{b.strides[1], b.strides[2]};
           const Strided2d os{out.strides[1], out.strides[2]};
           if constexpr (kBlocked<T>) {
-            if (b.strides[1] == 1 && m <= kDotRows && m * k <= kDotFloats) {
-              if (ActiveTier() == Tier::kAvx512) {
-                MatmulDotsAvx512<T>(a_data + i * a_batch, as,
-                                    b_data + i * b_batch, b.strides[2],
-                                    out_data + i * out.strides[0], os, m, k, n);
-              } else {
-                MatmulDotsAvx2<T>(a_data + i * a_batch, as,
-                                  b_data + i * b_batch, b.strides[2],
-                                  out_data + i * out.strides[0], os, m, k, n);
+            if (b.strides[1] == 1 && m <= kDotRows) {
+              float on_stack[kDotStackFloats];
+              std::unique_ptr<float[]> heap;
+              float* wide = on_stack;
+              if (m * k > kDotStackFloats) {
+                // Out of memory only costs the speed: the panels take it.
+                heap.reset(new (std::nothrow) float[m * k]);
+                wide = heap.get();
               }
-              continue;
+              if (wide != nullptr) {
+                if (ActiveTier() == Tier::kAvx512) {
+                  MatmulDotsAvx512<T>(a_data + i * a_batch, as,
+                                      b_data + i * b_batch, b.strides[2],
+                                      out_data + i * out.strides[0], os, m, k,
+                                      n, wide);
+                } else {
+                  MatmulDotsAvx2<T>(a_data + i * a_batch, as,
+                                    b_data + i * b_batch, b.strides[2],
+                                    out_data + i * out.strides[0], os, m, k, n,
+                                    wide);
+                }
+                continue;
+              }
             }
           }
           if (ActiveTier() == Tier::kAvx512) {

@@ -99,11 +99,12 @@ def test_decode_shapes_float32():
             assert_matches(ops.matmul(a, b), torch.matmul(a, b), reduce=True)
 
 
-# float16 and bfloat16 against W.t() with at most 16 rows and 16384 elements
-# of a take dot products (matmul.cc's MatmulDots); one more row or element
-# takes the panels. Both sides of each bound, with depth tails that are not a
-# multiple of the 16 or 8 lanes and a column count that is not one of 4.
-@pytest.mark.parametrize("m,k", [(1, 16384), (1, 16385), (16, 1024), (16, 1025), (17, 64), (3, 1), (5, 23)])
+# float16 and bfloat16 against W.t() with at most 16 rows take dot products
+# (matmul.cc's MatmulDots), a widened on the stack up to 8192 elements and in
+# an allocation beyond; 17 rows take the panels. Both sides of each bound,
+# with depth tails that are not a multiple of the 16 or 8 lanes and a column
+# count that is not one of 4.
+@pytest.mark.parametrize("m,k", [(1, 8192), (1, 8193), (1, 40000), (16, 512), (16, 513), (17, 64), (3, 1), (5, 23)])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=dtype_id)
 def test_half_weight_t_dot_products_around_their_bounds(dtype, m, k):
     n = 7
