@@ -45,7 +45,11 @@ def test_every_b_layout(dtype, layout, m, n):
     k = 67
     a = (make((m, k)) / math.sqrt(k)).to(dtype)
     b = _b(layout, k, n, dtype)
-    assert_matches(ops.matmul(a, b), torch.matmul(a, b), reduce=True)
+    # float16 and bfloat16 against the float32 product rounded once: torch
+    # 2.9.0's own gets rows_sliced wrong from 64 rows (errors of ~3.5 at n = 1).
+    half = dtype in (torch.float16, torch.bfloat16)
+    want = torch.matmul(a.float(), b.float()).to(dtype) if half else torch.matmul(a, b)
+    assert_matches(ops.matmul(a, b), want, reduce=True)
 
 
 @pytest.mark.parametrize("m", [9, 70])
