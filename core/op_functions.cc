@@ -99,6 +99,7 @@ bool Derive(OpFunction* fn) {
     sig.params[sig.num_params++] = a.name.c_str();
   }
   fn->prepare = PrepareFor(entry.geometry);
+  fn->has_out_arg = fn->schema.FindArg("out") >= 0;
   fn->doc = PythonSignature(*fn, /*self_marker=*/true) + "\n--\n\n" +
             std::string(entry.doc);
   return InternSignatureNames(sig);

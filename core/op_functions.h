@@ -25,6 +25,8 @@ struct OpFunction {
   const SchemaArg* params[kMaxParams];  // the schema argument of each param
   std::string doc;  // "name($module, ...)\n--\n\n" + entry->doc
   PrepareFn prepare;
+  // The schema names an `out` argument: a one-return call must pass out=.
+  bool has_out_arg = false;
   // A plugin-declared op (ABI 1.1): its entry, and the text it points into.
   OpEntry declared{};
   std::string declared_by;       // the plugin that declared it; empty: built-in

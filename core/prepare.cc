@@ -837,8 +837,7 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
   for (int t = 0; t < num_tensors; ++t) work += tensors[t]->numel;
   f.work = work;
   if (num_specs == 1) {
-    const bool out_required = fn.schema.FindArg("out") >= 0;
-    if (out_required && (args.out == nullptr || args.out == Py_None)) {
+    if (fn.has_out_arg && (args.out == nullptr || args.out == Py_None)) {
       return RaiseError(
           PyExc_TypeError,
           fmt::format("{}() missing required argument 'out'", op));
