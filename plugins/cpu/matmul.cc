@@ -1,7 +1,8 @@
 // matmul: out[B, m, n] = a[B, m, k] @ b[B, k, n], any strides, accumulating
-// in float32 (float64 for float64). float32 and float64 run on BLIS (gemm.h)
-// wherever its stride rules allow; the loops here serve float16, bfloat16
-// and the strides BLIS refuses.
+// in float32 (float64 for float64). float32 with up to 16 rows and b's rows
+// contiguous runs on the in-place tiles of gemm_rows.h; other float32 and
+// float64 on BLIS (gemm.h) wherever its stride rules allow; the loops here
+// serve float16, bfloat16 and the strides BLIS refuses.
 //
 // The loop order is i-k-j: for a block of rows of a and a chunk of columns of
 // out, each row of b is read once (converted to the accumulate type into a
@@ -19,6 +20,7 @@
 #include "convert.h"
 #include "dtype.h"
 #include "gemm.h"
+#include "gemm_rows.h"
 #include "isa.h"
 #include "kernel_table.h"
 #include "vmath.h"
@@ -431,15 +433,24 @@ struct Matmul {
     const T* a_data = DataOf<const T>(a);
     const T* b_data = DataOf<const T>(b);
     for (int64_t i = 0; i < batch; ++i) {
-      // float32 and float64 go to BLIS (gemm.h); it refuses only strides
-      // that no dense matrix has, which the loops below take. A float32 b of
-      // unit column stride and at most kNarrowN columns stays on the panels,
+      // float32 and float64 go to BLIS (gemm.h) past the few rows that
+      // GemmRows takes; it refuses only strides that no dense matrix has,
+      // which the loops below take. A float32 b of unit column stride and at
+      // most kNarrowN columns stays on the panels,
       // which read its rows in place where BLIS would pack them: measured
       // against BLIS, [1, 4096] @ [4096, 16] 11.9 against 16.6 us, [8, 256]
       // @ [256, 64] 7.4 against 12.9 us, [8, 1024] @ [1024, 128] 30.7
       // against 72.3 us; at 256 columns BLIS was ahead (17.1 against 19.2 us
       // for [8, 256] @ [256, 256]), and in every layout where b's column
       // stride is not 1.
+      if constexpr (std::is_same_v<T, float>) {
+        if (GemmRows(a_data + i * a_batch, {a.strides[1], a.strides[2]},
+                     b_data + i * b_batch, {b.strides[1], b.strides[2]},
+                     out_data + i * out.strides[0],
+                     {out.strides[1], out.strides[2]}, m, k, n)) {
+          continue;
+        }
+      }
       constexpr int64_t kNarrowN = 128;
       const bool narrow = std::is_same_v<T, float> && b.strides[2] == 1 &&
                           n <= kNarrowN && ActiveTier() != Tier::kBaseline;

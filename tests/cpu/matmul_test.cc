@@ -41,6 +41,9 @@ double At(const TestTensor& t, int64_t b, int64_t i, int64_t j) {
   return t.Get((b * t.shape()[1] + i) * t.shape()[2] + j);
 }
 
+void CheckProduct(tf_dtype d, const Dims& s, TestTensor& a, TestTensor& b,
+                  TestTensor& out, uint32_t seed);
+
 void CheckMatmul(tf_dtype d, const Dims& s, Layout a_layout, Layout b_layout,
                  Layout out_layout, bool a_shared, bool b_shared,
                  uint32_t seed) {
@@ -52,6 +55,11 @@ void CheckMatmul(tf_dtype d, const Dims& s, Layout a_layout, Layout b_layout,
   TestTensor a = Operand(d, s.batch, s.m, s.k, a_layout, a_shared);
   TestTensor b = Operand(d, s.batch, s.k, s.n, b_layout, b_shared);
   TestTensor out = TestTensor::WithLayout(d, {s.batch, s.m, s.n}, out_layout);
+  CheckProduct(d, s, a, b, out, seed);
+}
+
+void CheckProduct(tf_dtype d, const Dims& s, TestTensor& a, TestTensor& b,
+                  TestTensor& out, uint32_t seed) {
   FillRandom(a, -2, 2, seed);
   FillRandom(b, -2, 2, seed + 1);
   const CallResult r =
@@ -111,6 +119,47 @@ TEST_CASE("matmul matches the reference on every layout", "[matmul]") {
         seed += 2;
       }
     }
+  }
+}
+
+// float32 with up to 16 rows and b's rows contiguous is multiplied in place
+// (gemm_rows.cc): a tile of rows by vectors of columns, one pass for all the
+// rows with AVX-512 and four at a time with AVX2. Every row count, column
+// counts around the tiles' widths and the last partial vector, depths past
+// one block of a (256), and b of more than 1 MiB, which is walked 16 rows at
+// a time with the sums kept in out between blocks. b's rows lie further
+// apart than its width, with a storage offset; out and a in every layout.
+TEST_CASE("matmul of a few float32 rows reads b in place", "[matmul]") {
+  const auto padded_b = [](int64_t k, int64_t n) {
+    return TestTensor(kF32, {1, k, n}, {0, n + 5, 1}, 1);
+  };
+  uint32_t seed = 4500;
+  for (int64_t m = 1; m <= 17; ++m) {
+    for (const int64_t n : {1, 15, 16, 17, 47, 49, 130, 300}) {
+      for (const int64_t k : {1, 3, 259}) {
+        const Dims s = {1, m, k, n};
+        INFO(DimsText(s));
+        const Layout a_layout = m % 3 == 0   ? Layout::kReversed
+                                : m % 3 == 1 ? Layout::kGapped
+                                             : Layout::kContiguous;
+        const Layout out_layout = n % 2 == 0 ? Layout::kGapped
+                                  : k == 259 ? Layout::kReversed
+                                             : Layout::kContiguous;
+        TestTensor a = TestTensor::WithLayout(kF32, {1, m, k}, a_layout);
+        TestTensor b = padded_b(k, n);
+        TestTensor out = TestTensor::WithLayout(kF32, {1, m, n}, out_layout);
+        CheckProduct(kF32, s, a, b, out, seed++);
+      }
+    }
+  }
+  for (const int64_t m : {1, 8, 13, 16}) {
+    const Dims s = {1, m, 1100, 300};  // b 1.3 MB; 1100 = 68 * 16 + 12
+    INFO(DimsText(s));
+    TestTensor a = TestTensor::WithLayout(kF32, {1, m, s.k}, Layout::kGapped);
+    TestTensor b = padded_b(s.k, s.n);
+    TestTensor out = TestTensor::WithLayout(
+        kF32, {1, m, s.n}, m == 13 ? Layout::kReversed : Layout::kContiguous);
+    CheckProduct(kF32, s, a, b, out, seed++);
   }
 }
 
