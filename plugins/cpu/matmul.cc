@@ -283,7 +283,7 @@ TF_CPU_AVX512 TF_CPU_FLATTEN void MatmulPanelsAvx512(const T* a, Strided2d as,
   MatmulPanels<Avx512Isa>(a, as, b, bs, out, os, m, k, n);
 }
 
-// ---- float16 / bfloat16 b with unit depth stride: dot products ----------
+// ---- b with unit depth stride: dot products -----------------------------
 //
 // b = W.t() of nn.Linear's [n, k] weight has each column contiguous along k,
 // the layout of every linear in a decoder. The panels above gather such a
@@ -291,18 +291,87 @@ TF_CPU_AVX512 TF_CPU_FLATTEN void MatmulPanelsAvx512(const T* a, Strided2d as,
 // is cheaper to take each output as a dot product, widening b's columns
 // sixteen (AVX-512) or eight (AVX2) at a time as they are read, a widened
 // once into float32 beforehand (on the stack up to kDotStackFloats, else in
-// one allocation). Four columns at a time share each load of a.
+// one allocation). A tile of kDotColumns columns by up to kDotTileRows rows
+// shares each widened load of b among the rows and each load of a among the
+// columns.
 
 constexpr int64_t kDotRows = 16;           // at most this many rows of a
 constexpr int64_t kDotStackFloats = 8192;  // 32 KiB
 constexpr int64_t kDotColumns = 4;
+// 16 sums, 4 columns and 4 rows in 24 of AVX-512's 32 registers; 8 + 4 + 2
+// of AVX2's 16.
+template <typename V>
+constexpr int kDotTileRows = sizeof(V) == 64 ? 4 : 2;
 
-// out[i, j] = sum_p a[i, p] * b[p, j] with a float32 [m, k] (row stride k)
-// and column j of b at b + j * b_col, unit stride along p.
+// The sum of v's lanes, halving: log2(lanes) shuffles and adds.
+template <typename V>
+inline float SumLanes(const V& v) {
+  if constexpr (sizeof(V) == 64) {
+    const Float8 lo = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
+    const Float8 hi =
+        __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+    return SumLanes(lo + hi);
+  } else {
+    typedef float Float4 __attribute__((vector_size(16)));
+    const Float4 q = __builtin_shufflevector(v, v, 0, 1, 2, 3) +
+                     __builtin_shufflevector(v, v, 4, 5, 6, 7);
+    return (q[0] + q[2]) + (q[1] + q[3]);
+  }
+}
+
 template <typename Isa, typename V, typename T>
-inline void DotColumns(const float* a, int64_t m, int64_t k, const T* b,
-                       int64_t b_col, T* out, Strided2d os, int64_t n) {
+inline void WidenLanes(const T* in, V* out) {
+  if constexpr (std::is_same_v<T, float>) {
+    std::memcpy(out, in, sizeof(V));
+  } else {
+    float wide[sizeof(V) / sizeof(float)];
+    if constexpr (sizeof(V) == 64) {
+      Widen16<Isa, T>(in, wide);
+    } else {
+      Widen8<Isa, T>(in, wide);
+    }
+    std::memcpy(out, wide, sizeof(V));
+  }
+}
+
+// out[i, j] for RT rows of a (float32, row r at rows[r]) and the columns
+// col[0, kDotColumns) of b; only the first `rn` rows and `jn` columns are
+// stored (the others repeat a real row or column).
+template <typename Isa, typename V, int RT, typename T>
+inline void DotTile(const float* const* rows, int64_t rn, int64_t k,
+                    const T* const* col, int64_t jn, T* out, Strided2d os) {
   constexpr int64_t kLanes = sizeof(V) / sizeof(float);
+  V acc[RT][kDotColumns] = {};
+  int64_t p = 0;
+  for (; p + kLanes <= k; p += kLanes) {
+    V bv[kDotColumns];
+    for (int64_t c = 0; c < kDotColumns; ++c) {
+      WidenLanes<Isa>(col[c] + p, &bv[c]);
+    }
+    for (int r = 0; r < RT; ++r) {
+      V av;
+      std::memcpy(&av, rows[r] + p, sizeof av);
+      for (int64_t c = 0; c < kDotColumns; ++c) acc[r][c] += av * bv[c];
+    }
+  }
+  for (int64_t r = 0; r < rn; ++r) {
+    for (int64_t c = 0; c < jn; ++c) {
+      float sum = SumLanes(acc[r][c]);
+      for (int64_t q = p; q < k; ++q) {
+        sum += rows[r][q] * static_cast<float>(Load(col[c][q]));
+      }
+      out[r * os.rows + c * os.cols] = Store<T>(static_cast<ComputeOf<T>>(sum));
+    }
+  }
+}
+
+// out[i, j] = sum_p a[i, p] * b[p, j] with a float32 [m, k] (row stride
+// a_row) and column j of b at b + j * b_col, unit stride along p.
+template <typename Isa, typename V, typename T>
+inline void DotColumns(const float* a, int64_t a_row, int64_t m, int64_t k,
+                       const T* b, int64_t b_col, T* out, Strided2d os,
+                       int64_t n) {
+  constexpr int RT = kDotTileRows<V>;
   for (int64_t j0 = 0; j0 < n; j0 += kDotColumns) {
     const int64_t jn = n - j0 < kDotColumns ? n - j0 : kDotColumns;
     const T* col[kDotColumns];
@@ -310,34 +379,25 @@ inline void DotColumns(const float* a, int64_t m, int64_t k, const T* b,
     for (int64_t c = 0; c < kDotColumns; ++c) {
       col[c] = b + (j0 + (c < jn ? c : jn - 1)) * b_col;
     }
-    for (int64_t i = 0; i < m; ++i) {
-      const float* row = a + i * k;
-      V acc[kDotColumns] = {};
-      int64_t p = 0;
-      for (; p + kLanes <= k; p += kLanes) {
-        V av;
-        std::memcpy(&av, row + p, sizeof av);
-        for (int64_t c = 0; c < kDotColumns; ++c) {
-          float wide[kLanes];
-          if constexpr (kLanes == 16) {
-            Widen16<Isa, T>(col[c] + p, wide);
-          } else {
-            Widen8<Isa, T>(col[c] + p, wide);
-          }
-          V bv;
-          std::memcpy(&bv, wide, sizeof bv);
-          acc[c] += av * bv;
-        }
+    int64_t i = 0;
+    for (; i + RT <= m; i += RT) {
+      const float* rows[RT];
+      for (int r = 0; r < RT; ++r) rows[r] = a + (i + r) * a_row;
+      DotTile<Isa, V, RT>(rows, RT, k, col, jn,
+                          out + i * os.rows + j0 * os.cols, os);
+    }
+    if constexpr (RT > 2) {
+      if (i + 2 <= m) {
+        const float* rows[2] = {a + i * a_row, a + (i + 1) * a_row};
+        DotTile<Isa, V, 2>(rows, 2, k, col, jn,
+                           out + i * os.rows + j0 * os.cols, os);
+        i += 2;
       }
-      for (int64_t c = 0; c < jn; ++c) {
-        float sum = 0;
-        for (int64_t l = 0; l < kLanes; ++l) sum += acc[c][l];
-        for (int64_t q = p; q < k; ++q) {
-          sum += row[q] * static_cast<float>(Load(col[c][q]));
-        }
-        out[i * os.rows + (j0 + c) * os.cols] =
-            Store<T>(static_cast<ComputeOf<T>>(sum));
-      }
+    }
+    for (; i < m; ++i) {
+      const float* row = a + i * a_row;
+      DotTile<Isa, V, 1>(&row, 1, k, col, jn, out + i * os.rows + j0 * os.cols,
+                         os);
     }
   }
 }
@@ -348,17 +408,25 @@ template <typename Isa, typename V, typename T>
 inline void MatmulDots(const T* a, Strided2d as, const T* b, int64_t b_col,
                        T* out, Strided2d os, int64_t m, int64_t k, int64_t n,
                        float* wide) {
-  for (int64_t i = 0; i < m; ++i) {
-    const T* row = a + i * as.rows;
-    if (as.cols == 1) {
-      WidenBlock<Isa>(row, wide + i * k, k);
-    } else {
-      for (int64_t p = 0; p < k; ++p) {
-        wide[i * k + p] = static_cast<float>(Load(row[p * as.cols]));
-      }
+  if constexpr (std::is_same_v<T, float>) {
+    if (as.cols == 1) {  // read in place
+      DotColumns<Isa, V>(a, as.rows, m, k, b, b_col, out, os, n);
+      return;
     }
   }
-  DotColumns<Isa, V>(wide, m, k, b, b_col, out, os, n);
+  for (int64_t i = 0; i < m; ++i) {
+    const T* row = a + i * as.rows;
+    if constexpr (!std::is_same_v<T, float>) {
+      if (as.cols == 1) {
+        WidenBlock<Isa>(row, wide + i * k, k);
+        continue;
+      }
+    }
+    for (int64_t p = 0; p < k; ++p) {
+      wide[i * k + p] = static_cast<float>(Load(row[p * as.cols]));
+    }
+  }
+  DotColumns<Isa, V>(wide, k, m, k, b, b_col, out, os, n);
 }
 
 template <typename T>
@@ -376,6 +444,29 @@ TF_CPU_AVX512 TF_CPU_FLATTEN void MatmulDotsAvx512(const T* a, Strided2d as,
                                                    int64_t m, int64_t k,
                                                    int64_t n, float* wide) {
   MatmulDots<Avx512Isa, F32x16>(a, as, b, b_col, out, os, m, k, n, wide);
+}
+
+// MatmulDots at the active tier (AVX2 or above), a widened on the stack or
+// in one allocation; false, having done nothing, when that allocation fails
+// (out of memory only costs the speed: the caller's panels take it).
+template <typename T>
+bool Dots(const T* a, Strided2d as, const T* b, int64_t b_col, T* out,
+          Strided2d os, int64_t m, int64_t k, int64_t n) {
+  float on_stack[kDotStackFloats];
+  std::unique_ptr<float[]> heap;
+  float* wide = on_stack;
+  const bool in_place = std::is_same_v<T, float> && as.cols == 1;
+  if (!in_place && m * k > kDotStackFloats) {
+    heap.reset(new (std::nothrow) float[m * k]);
+    wide = heap.get();
+    if (wide == nullptr) return false;
+  }
+  if (ActiveTier() == Tier::kAvx512) {
+    MatmulDotsAvx512<T>(a, as, b, b_col, out, os, m, k, n, wide);
+  } else {
+    MatmulDotsAvx2<T>(a, as, b, b_col, out, os, m, k, n, wide);
+  }
+  return true;
 }
 
 struct Matmul {
@@ -451,6 +542,25 @@ struct Matmul {
           continue;
         }
       }
+      // float32 against W.t(): the dot products for one row, or a depth of
+      // kDotDepth or more, where BLIS packs b. Measured from Python, one
+      // thread, [m, K] @ W.t() [K, N], dot products / BLIS / torch:
+      // [1, 256, 256] 2.55 / 2.90 / 4.59 us, [1, 256, 1376] 11.9 / 14.2 /
+      // 20.0, [2, 1024, 1024] 142 / 152 / 142, [5, 512, 512] 23.4 / 26.8 /
+      // 20.9, [8, 512, 512] 32.9 / 41.5 / 32.1, [8, 1024, 1024] 194 / 266 /
+      // 423, [16, 512, 512] 70 / 86 / 78; at depth 256 BLIS is level or
+      // ahead ([8, 256, 256] 11.0 / 11.1, [12, 256, 1376] 95 / 80).
+      constexpr int64_t kDotDepth = 512;
+      if constexpr (std::is_same_v<T, float>) {
+        if (b.strides[1] == 1 && m <= kDotRows && (m == 1 || k >= kDotDepth) &&
+            ActiveTier() != Tier::kBaseline &&
+            Dots<T>(a_data + i * a_batch, {a.strides[1], a.strides[2]},
+                    b_data + i * b_batch, b.strides[2],
+                    out_data + i * out.strides[0],
+                    {out.strides[1], out.strides[2]}, m, k, n)) {
+          continue;
+        }
+      }
       constexpr int64_t kNarrowN = 128;
       const bool narrow = std::is_same_v<T, float> && b.strides[2] == 1 &&
                           n <= kNarrowN && ActiveTier() != Tier::kBaseline;
@@ -472,29 +582,11 @@ struct Matmul {
           const Strided2d bs{b.strides[1], b.strides[2]};
           const Strided2d os{out.strides[1], out.strides[2]};
           if constexpr (kBlocked<T>) {
-            if (b.strides[1] == 1 && m <= kDotRows) {
-              float on_stack[kDotStackFloats];
-              std::unique_ptr<float[]> heap;
-              float* wide = on_stack;
-              if (m * k > kDotStackFloats) {
-                // Out of memory only costs the speed: the panels take it.
-                heap.reset(new (std::nothrow) float[m * k]);
-                wide = heap.get();
-              }
-              if (wide != nullptr) {
-                if (ActiveTier() == Tier::kAvx512) {
-                  MatmulDotsAvx512<T>(a_data + i * a_batch, as,
-                                      b_data + i * b_batch, b.strides[2],
-                                      out_data + i * out.strides[0], os, m, k,
-                                      n, wide);
-                } else {
-                  MatmulDotsAvx2<T>(a_data + i * a_batch, as,
-                                    b_data + i * b_batch, b.strides[2],
-                                    out_data + i * out.strides[0], os, m, k, n,
-                                    wide);
-                }
-                continue;
-              }
+            if (b.strides[1] == 1 && m <= kDotRows &&
+                Dots<T>(a_data + i * a_batch, as, b_data + i * b_batch,
+                        b.strides[2], out_data + i * out.strides[0], os, m, k,
+                        n)) {
+              continue;
             }
           }
           if (ActiveTier() == Tier::kAvx512) {

@@ -163,6 +163,33 @@ TEST_CASE("matmul of a few float32 rows reads b in place", "[matmul]") {
   }
 }
 
+// b with unit depth stride (W.t(), a transposed [n, k]) and up to 16 rows:
+// dot products in tiles of 4 or 2 rows and 4 columns (matmul.cc's
+// DotColumns), for float16 and bfloat16 always and for float32 at one row
+// or a depth of 512 or more. Every row count, so that each split into 4-, 2-
+// and 1-row tiles occurs; depths with a tail past the last full vector;
+// column counts that leave a partial group of 4; a read in place and
+// through a copy (transposed); out in every layout.
+TEST_CASE("matmul against a transposed b takes dot products", "[matmul]") {
+  uint32_t seed = 4700;
+  for (tf_dtype d : {kF32, kF16, kBF16}) {
+    for (int64_t m = 1; m <= 16; ++m) {
+      for (const int64_t k : {37, 517}) {
+        for (const int64_t n : {1, 5, 8}) {
+          const Dims s = {1, m, k, n};
+          const Layout a_layout =
+              m % 2 == 0 ? Layout::kContiguous : Layout::kReversed;
+          const Layout out_layout = n == 5   ? Layout::kGapped
+                                    : n == 8 ? Layout::kReversed
+                                             : Layout::kContiguous;
+          CheckMatmul(d, s, a_layout, Layout::kReversed, out_layout, false,
+                      false, seed++);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("matmul repeats a shared operand across the batch", "[matmul]") {
   uint32_t seed = 5000;
   for (tf_dtype d : kFloatDtypes) {
