@@ -150,6 +150,25 @@ inline void MaxLanes(const float* p, int64_t n, Float8* lanes) {
   for (; i < n; ++i) lanes[0][0] = p[i] > lanes[0][0] ? p[i] : lanes[0][0];
 }
 
+// MaxLanes for the AVX-512 tier: two sixteen-lane maxima over whole pairs
+// of vectors, folded into `lanes`, then MaxLanes for the rest.
+inline void MaxLanes16(const float* p, int64_t n, Float8* lanes) {
+  F32x16 m0, m1;
+  std::memcpy(&m0, lanes, sizeof m0);  // lanes[0] and lanes[1]
+  m1 = m0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    F32x16 v0, v1;
+    std::memcpy(&v0, p + i, sizeof v0);
+    std::memcpy(&v1, p + i + 16, sizeof v1);
+    m0 = v0 > m0 ? v0 : m0;
+    m1 = v1 > m1 ? v1 : m1;
+  }
+  m0 = m1 > m0 ? m1 : m0;
+  std::memcpy(lanes, &m0, sizeof m0);
+  MaxLanes(p + i, n - i, lanes);
+}
+
 inline float MaxOfLanes(const Float8* lanes) {
   float max = lanes[0][0];
   for (int l = 0; l < 8; ++l) {
@@ -188,8 +207,13 @@ inline float ExpShiftPairs(const float* x, float* out, int64_t n, float max,
     std::memcpy(&v1, x + *i + kLanes, sizeof v1);
     v0 -= max;
     v1 -= max;
-    ExpLanes<V, I>(v0);
-    ExpLanes<V, I>(v1);
+    if constexpr (sizeof(V) == 64) {
+      ExpScalef<true>(v0);  // x - max: at most 0, or NaN
+      ExpScalef<true>(v1);
+    } else {
+      ExpLanes<V, I>(v0);
+      ExpLanes<V, I>(v1);
+    }
     lanes[0] += v0;
     lanes[1] += v1;
     std::memcpy(out + *i, &v0, sizeof v0);
@@ -227,22 +251,51 @@ inline float ExpShiftSum(const float* x, float* out, int64_t n, float max) {
   return sum;
 }
 
+// out[0, n) = T of in[0, n) * scale: the scaling in the same pass as the
+// narrowing.
+template <typename Isa, typename T>
+inline void NarrowScaled(const float* in, float scale, T* out, int64_t n) {
+  int64_t i = 0;
+  if constexpr (kHasConvert8<Isa, T>) {
+    for (; i + 16 <= n; i += 16) {
+      // One sixteen-lane value, stored at once: Narrow16 on AVX-512 loads
+      // it as one 512-bit value, which two 256-bit stores would not
+      // forward to (float16 softmax [1, 4096] 2.36 us against 1.40).
+      F32x16 v;
+      std::memcpy(&v, in + i, sizeof v);
+      v *= scale;
+      float scaled[16];
+      std::memcpy(scaled, &v, sizeof scaled);
+      Narrow16<Isa, T>(scaled, out + i);
+    }
+  }
+  for (; i < n; ++i)
+    out[i] = Store<T>(static_cast<ComputeOf<T>>(in[i] * scale));
+}
+
 template <typename Isa, typename T>
 inline void SoftmaxUnitLine(const T* x, T* out, int64_t n) {
   const float kNegInf = -std::numeric_limits<float>::infinity();
   Float8 lanes[2];
   for (int l = 0; l < 8; ++l) lanes[0][l] = lanes[1][l] = kNegInf;
   if constexpr (!kBlocked<T>) {
-    MaxLanes(x, n, lanes);
+    if constexpr (Isa::kAvx512) {
+      MaxLanes16(x, n, lanes);
+    } else {
+      MaxLanes(x, n, lanes);
+    }
     const float inv = 1.0f / ExpShiftSum<Isa>(x, out, n, MaxOfLanes(lanes));
     for (int64_t i = 0; i < n; ++i) out[i] *= inv;
   } else if (n <= kLineBuffer) {
     float line[kLineBuffer];
     WidenBlock<Isa>(x, line, n);
-    MaxLanes(line, n, lanes);
+    if constexpr (Isa::kAvx512) {
+      MaxLanes16(line, n, lanes);
+    } else {
+      MaxLanes(line, n, lanes);
+    }
     const float inv = 1.0f / ExpShiftSum<Isa>(line, line, n, MaxOfLanes(lanes));
-    for (int64_t i = 0; i < n; ++i) line[i] *= inv;
-    NarrowBlock<Isa>(line, out, n);
+    NarrowScaled<Isa>(line, inv, out, n);
   } else {
     // Too long to keep: widen each block again and recompute its
     // exponentials rather than round them to T in between.
