@@ -49,10 +49,28 @@ tf_status RunBinary(const tf_call* call, const char* name, Op op) {
   return done ? TF_OK : TooManyDims(call, name, out.ndim);
 }
 
+// abs and neg of float16 and bfloat16 clear or flip the sign bit, on the
+// stored bits: what widening to float32 and narrowing back computes (every
+// 16-bit value is exact in float32, NaN stays NaN), without the two
+// conversions.
+template <typename T, typename Bits>
+tf_status RunSignBit(const tf_call* call, const char* name, Bits bits) {
+  if (tf_status s = CheckArity(call, name, 1, 0, 1); s != TF_OK) return s;
+  const tf_tensor& x = TensorArg(call->inputs, 0);
+  const tf_tensor& out = call->outputs[0];
+  const bool done =
+      Map1(out.ndim, out.shape, ViewOf<T>(out), ViewOf<const T>(x),
+           [bits](T v) { return T{static_cast<uint16_t>(bits(v.bits))}; });
+  return done ? TF_OK : TooManyDims(call, name, out.ndim);
+}
+
 struct Abs {
   static constexpr const char* kName = "abs";
   template <typename T>
   static tf_status Run(const tf_call* call) {
+    if constexpr (kBlocked<T>) {
+      return RunSignBit<T>(call, kName, [](uint32_t b) { return b & 0x7fffu; });
+    }
     return RunUnary<T>(call, kName, [](ComputeOf<T> v) {
       if constexpr (kIsFloating<T>) {
         return std::fabs(v);  // clears the sign of -0.0 too, as torch does
@@ -67,6 +85,9 @@ struct Neg {
   static constexpr const char* kName = "neg";
   template <typename T>
   static tf_status Run(const tf_call* call) {
+    if constexpr (kBlocked<T>) {
+      return RunSignBit<T>(call, kName, [](uint32_t b) { return b ^ 0x8000u; });
+    }
     return RunUnary<T>(call, kName, [](ComputeOf<T> v) {
       if constexpr (kIsFloating<T>) {
         return -v;

@@ -632,29 +632,49 @@ TEST_CASE("16-bit pointwise ops widen and round every bit pattern exactly",
           "[elementwise]") {
   // The kernels convert float16 and bfloat16 by blocks and vectors (F16C,
   // AVX2 integer code, or branchless loops); these must agree bit for bit
-  // with correct rounding. abs round-trips every pattern (NaN stays NaN,
-  // made quiet); add of half an ulp makes a tie at every finite value,
-  // and of three quarters of an ulp a plain round-up.
+  // with correct rounding. mul by 1 round-trips every pattern (NaN stays
+  // NaN, made quiet); add of half an ulp makes a tie at every finite value,
+  // and of three quarters of an ulp a plain round-up. abs and neg work on
+  // the sign bit alone and keep every other bit, a signalling NaN's too (as
+  // torch's vectorised kernels do).
   for (tf_dtype d : {kF16, kBF16}) {
     const int mantissa_bits = d.code == TF_DTYPE_BFLOAT ? 7 : 10;
     const uint32_t quiet_bit = d.code == TF_DTYPE_BFLOAT ? 0x40 : 0x200;
     const int64_t n = 65536;
     TestTensor x = TestTensor::Contiguous(d, {n});
     for (int64_t i = 0; i < n; ++i) x.SetBits(i, static_cast<uint64_t>(i));
-    {
-      INFO(Describe("abs", d, "every bit pattern"));
-      TestTensor out = TestTensor::Contiguous(d, {n});
-      REQUIRE(RunUnary("abs", x, out).status == TF_OK);
+    const auto expect_bits = [&](const TestTensor& out, auto want_of) {
       int64_t mismatches = 0;
       for (int64_t i = 0; i < n; ++i) {
-        uint64_t want = static_cast<uint64_t>(i) & 0x7fffu;
-        if (std::isnan(x.Get(i))) want |= quiet_bit;
+        const uint64_t want = want_of(i);
         if (out.GetBits(i) != want && mismatches++ < 5) {
           FAIL_CHECK("pattern " << i << ": got " << out.GetBits(i) << ", want "
                                 << want);
         }
       }
       CHECK(mismatches == 0);
+    };
+    {
+      INFO(Describe("mul by 1", d, "every bit pattern"));
+      TestTensor one = TestTensor::Contiguous(d, {n});
+      for (int64_t i = 0; i < n; ++i) one.Set(i, 1.0);
+      TestTensor out = TestTensor::Contiguous(d, {n});
+      REQUIRE(RunMul(x, one, out).status == TF_OK);
+      expect_bits(out, [&](int64_t i) {
+        uint64_t want = static_cast<uint64_t>(i);
+        if (std::isnan(x.Get(i))) want |= quiet_bit;
+        return want;
+      });
+    }
+    {
+      INFO(Describe("abs and neg", d, "every bit pattern"));
+      TestTensor out = TestTensor::Contiguous(d, {n});
+      REQUIRE(RunUnary("abs", x, out).status == TF_OK);
+      expect_bits(out,
+                  [](int64_t i) { return static_cast<uint64_t>(i) & 0x7fffu; });
+      REQUIRE(RunUnary("neg", x, out).status == TF_OK);
+      expect_bits(out,
+                  [](int64_t i) { return static_cast<uint64_t>(i) ^ 0x8000u; });
     }
     for (double fraction : {0.5, 0.75}) {
       INFO(Describe("add", d, "x + " + std::to_string(fraction) + " ulp"));
