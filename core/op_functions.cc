@@ -102,7 +102,7 @@ bool Derive(OpFunction* fn) {
   fn->has_out_arg = fn->schema.FindArg("out") >= 0;
   fn->doc = PythonSignature(*fn, /*self_marker=*/true) + "\n--\n\n" +
             std::string(entry.doc);
-  return InternSignatureNames(sig);
+  return InternSignatureNames(&sig);
 }
 
 // list.append(item), taking over both references on failure: false with

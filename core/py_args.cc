@@ -27,22 +27,46 @@ PyObject* InternedName(const char* name) {
   return str;
 }
 
-bool NameEquals(PyObject* key, const char* name) {
-  if (key == InternedName(name)) return true;
-  return PyUnicode_CompareWithASCIIString(key, name) == 0;
-}
+PyObject* g_out_name = nullptr;
+PyObject* g_stream_name = nullptr;
 
 }  // namespace
 
-bool InternSignatureNames(const Signature& sig) {
-  if (InternedName("out") == nullptr || InternedName("stream") == nullptr) {
-    return false;
-  }
-  for (int i = 0; i < sig.num_params; ++i) {
-    if (InternedName(sig.params[i]) == nullptr) return false;
+bool InternSignatureNames(Signature* sig) {
+  g_out_name = InternedName("out");
+  g_stream_name = InternedName("stream");
+  if (g_out_name == nullptr || g_stream_name == nullptr) return false;
+  for (int i = 0; i < sig->num_params; ++i) {
+    sig->interned[i] = InternedName(sig->params[i]);
+    if (sig->interned[i] == nullptr) return false;
   }
   return true;
 }
+
+namespace {
+
+// The slot keyword `key` names, or nullptr. Keywords from Python source are
+// interned strs, so the first pass compares pointers only; a str built at
+// run time (f(**{name: v})) takes the second, by value.
+PyObject** KeywordSlot(const Signature& sig, PyObject* key,
+                       ParsedArgs* parsed) {
+  if (sig.allow_stream_out && key == g_out_name) return &parsed->out;
+  if (sig.allow_stream_out && key == g_stream_name) return &parsed->stream;
+  for (int i = 0; i < sig.num_params; ++i) {
+    if (key == sig.interned[i]) return &parsed->values[i];
+  }
+  const auto equals = [key](const char* name) {
+    return PyUnicode_CompareWithASCIIString(key, name) == 0;
+  };
+  if (sig.allow_stream_out && equals("out")) return &parsed->out;
+  if (sig.allow_stream_out && equals("stream")) return &parsed->stream;
+  for (int i = 0; i < sig.num_params; ++i) {
+    if (equals(sig.params[i])) return &parsed->values[i];
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 bool ParseArgs(const Signature& sig, PyObject* const* args, Py_ssize_t nargs,
                PyObject* kwnames, ParsedArgs* parsed) {
@@ -62,19 +86,7 @@ bool ParseArgs(const Signature& sig, PyObject* const* args, Py_ssize_t nargs,
   for (Py_ssize_t k = 0; k < nkw; ++k) {
     PyObject* key = PyTuple_GET_ITEM(kwnames, k);
     PyObject* value = args[nargs + k];
-    PyObject** slot = nullptr;
-    if (sig.allow_stream_out && NameEquals(key, "out")) {
-      slot = &parsed->out;
-    } else if (sig.allow_stream_out && NameEquals(key, "stream")) {
-      slot = &parsed->stream;
-    } else {
-      for (int i = 0; i < sig.num_params; ++i) {
-        if (NameEquals(key, sig.params[i])) {
-          slot = &parsed->values[i];
-          break;
-        }
-      }
-    }
+    PyObject** slot = KeywordSlot(sig, key, parsed);
     if (slot == nullptr) {
       return RaiseError(PyExc_TypeError,
                         std::string(sig.name) +

@@ -15,6 +15,7 @@ constexpr int kMaxParams = 16;  // loader/op_schema.h's kMaxSchemaArgs
 struct Signature {
   const char* name = nullptr;        // the op, for messages: "add"
   const char* params[kMaxParams]{};  // the schema's arguments but out=
+  PyObject* interned[kMaxParams]{};  // params[i] as an interned str
   int num_params = 0;
   int num_positional = 0;  // params[0, num_positional) may come by position
   uint32_t required = 0;   // bit i: params[i] has no default
@@ -27,9 +28,9 @@ struct ParsedArgs {
   PyObject* stream;
 };
 
-// Interns a signature's parameter names (and out, stream) once; call at
-// module init for every op.
-bool InternSignatureNames(const Signature& sig);
+// Interns a signature's parameter names (and out, stream) once, into
+// sig->interned; call at module init for every op.
+bool InternSignatureNames(Signature* sig);
 
 // Fills `parsed` or returns false with a TypeError in torch's words.
 bool ParseArgs(const Signature& sig, PyObject* const* args, Py_ssize_t nargs,
