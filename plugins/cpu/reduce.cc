@@ -150,6 +150,24 @@ inline void MaxLanes(const float* p, int64_t n, Float8* lanes) {
   for (; i < n; ++i) lanes[0][0] = p[i] > lanes[0][0] ? p[i] : lanes[0][0];
 }
 
+// WidenBlock and MaxLanes16 in one pass, for the AVX-512 tier: each
+// sixteen widened values are compared while still in a register.
+template <typename Isa, typename T>
+inline void WidenMax16(const T* x, float* line, int64_t n, Float8* lanes) {
+  F32x16 m;
+  std::memcpy(&m, lanes, sizeof m);  // lanes[0] and lanes[1]
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    Widen16<Isa, T>(x + i, line + i);
+    F32x16 v;
+    std::memcpy(&v, line + i, sizeof v);
+    m = v > m ? v : m;
+  }
+  std::memcpy(lanes, &m, sizeof m);
+  WidenBlock<Isa>(x + i, line + i, n - i);
+  MaxLanes(line + i, n - i, lanes);
+}
+
 // MaxLanes for the AVX-512 tier: two sixteen-lane maxima over whole pairs
 // of vectors, folded into `lanes`, then MaxLanes for the rest.
 inline void MaxLanes16(const float* p, int64_t n, Float8* lanes) {
@@ -288,10 +306,19 @@ inline void SoftmaxUnitLine(const T* x, T* out, int64_t n) {
     for (int64_t i = 0; i < n; ++i) out[i] *= inv;
   } else if (n <= kLineBuffer) {
     float line[kLineBuffer];
-    WidenBlock<Isa>(x, line, n);
+    // One pass less once the line no longer fits in L1 with its input
+    // (48 KiB on the machines measured): float16 [1, 8192] 2.75 -> 2.55 us;
+    // at 4096 the separate loops were ahead (1.26-1.34 against 1.36).
+    constexpr int64_t kFusedFrom = 4096;
     if constexpr (Isa::kAvx512) {
-      MaxLanes16(line, n, lanes);
+      if (n > kFusedFrom) {
+        WidenMax16<Isa>(x, line, n, lanes);
+      } else {
+        WidenBlock<Isa>(x, line, n);
+        MaxLanes16(line, n, lanes);
+      }
     } else {
+      WidenBlock<Isa>(x, line, n);
       MaxLanes(line, n, lanes);
     }
     const float inv = 1.0f / ExpShiftSum<Isa>(line, line, n, MaxOfLanes(lanes));

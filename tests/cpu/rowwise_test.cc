@@ -345,31 +345,33 @@ TEST_CASE("softmax is stable for large inputs and poisoned by NaN",
 }
 
 // The same inside the vector loops (rows of 100: three whole pairs of 16
-// lanes and a tail): -inf among finite values, shares whose exponentials
-// are subnormal (x - max near -100) or underflow to 0, and a NaN in the
-// middle of a vector.
+// lanes and a tail; rows of 5000, which 16-bit lines widen and compare in
+// one pass): -inf among finite values, shares whose exponentials are
+// subnormal (x - max near -100) or underflow to 0, and a NaN in the middle
+// of a vector.
 TEST_CASE("softmax's vector loops keep -inf, tiny shares and NaN",
           "[rowwise]") {
   for (tf_dtype d : kFloatDtypes) {
-    INFO(DtypeName(d));
-    constexpr int64_t kN = 100;
-    TestTensor x = TestTensor::Contiguous(d, {3, kN});
-    x.Fill([&](int64_t i) {
-      const int64_t row = i / kN;
-      const int64_t j = i % kN;
-      if (row == 0) return j % 7 == 3 ? -INFINITY : 0.05 * j;
-      if (row == 1) return j == 40 ? 0.0 : -90.0 - 0.5 * (j % 30);
-      return j == 21 ? NAN : 0.01 * j;
-    });
-    TestTensor out = TestTensor::Contiguous(d, {3, kN});
-    REQUIRE(RunSoftmax(x, 1, out).status == TF_OK);
-    for (int64_t j = 0; j < kN; ++j) {
-      if (j % 7 == 3) CHECK(out.Get(j) == 0.0);
-      CHECK(std::isnan(out.Get(2 * kN + j)));
+    for (const int64_t kN : {100, 5000}) {
+      INFO(DtypeName(d) << " rows of " << kN);
+      TestTensor x = TestTensor::Contiguous(d, {3, kN});
+      x.Fill([&](int64_t i) {
+        const int64_t row = i / kN;
+        const int64_t j = i % kN;
+        if (row == 0) return j % 7 == 3 ? -INFINITY : 0.05 * j;
+        if (row == 1) return j == 40 ? 0.0 : -90.0 - 0.5 * (j % 30);
+        return j == 21 ? NAN : 0.01 * j;
+      });
+      TestTensor out = TestTensor::Contiguous(d, {3, kN});
+      REQUIRE(RunSoftmax(x, 1, out).status == TF_OK);
+      for (int64_t j = 0; j < kN; ++j) {
+        if (j % 7 == 3) CHECK(out.Get(j) == 0.0);
+        CHECK(std::isnan(out.Get(2 * kN + j)));
+      }
+      std::vector<double> want = SoftmaxReference(x, 1);
+      for (int64_t j = 0; j < kN; ++j) want[2 * kN + j] = NAN;
+      ExpectValues(out, want, ReductionTolerance(d));
     }
-    std::vector<double> want = SoftmaxReference(x, 1);
-    for (int64_t j = 0; j < kN; ++j) want[2 * kN + j] = NAN;
-    ExpectValues(out, want, ReductionTolerance(d));
   }
 }
 
