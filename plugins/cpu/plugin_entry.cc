@@ -53,7 +53,12 @@ const tf_plugin* Describe() {
     p.abi_version_major = TF_ABI_VERSION_MAJOR;
     p.abi_version_minor = TF_ABI_VERSION_MINOR;
     p.name = "cpu";
-    p.version = TORCHFERRY_CPU_VERSION;
+    // The version names the instruction-set tier the kernels run at
+    // (isa.h), so that `python -m torchferry info` shows it.
+    static const std::string version = std::string(TORCHFERRY_CPU_VERSION) +
+                                       " (" + TierName(ActiveTier()) +
+                                       " kernels)";
+    p.version = version.c_str();
     p.kind = TF_PLUGIN_NATIVE;
     p.init = nullptr;
     p.set_option = nullptr;

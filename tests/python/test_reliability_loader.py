@@ -402,6 +402,18 @@ def test_valid_cpu_isa_is_quiet(value):
     assert "TORCHFERRY_CPU_ISA" not in r.stderr, r.stderr
 
 
+def test_cpu_plugin_version_names_its_tier():
+    # `python -m torchferry info` prints the version; a cap shows there.
+    code = "from torchferry import plugins; print([p['version'] for p in plugins.loaded() if p['name'] == 'cpu'][0])"
+    r = run(code, TORCHFERRY_CPU_ISA="baseline")
+    survived(r)
+    assert r.stdout.strip() == f"{torchferry.__version__} (baseline x86-64 kernels)", r.stdout
+    r = run(code, TORCHFERRY_CPU_ISA="")
+    survived(r)
+    tiers = ("AVX-512", "AVX2, FMA and F16C", "baseline x86-64")
+    assert r.stdout.strip() in [f"{torchferry.__version__} ({t} kernels)" for t in tiers], r.stdout
+
+
 # --- G: a randomised plugin folder ----------------------------------------------
 
 ENTRY_KINDS = ("good", "regular_junk", "empty", "truncated_elf", "fifo", "socket", "symlink_good",
