@@ -19,7 +19,13 @@
 // [3, 1000, 77] 7.6 / 30.0 / 6.1, [8, 4096, 16] 10.2 / 12.3 (the panels) /
 // 8.3. [8, 256, 256] is 1.05 MFLOP: 4.8 us at this core's peak (6.8 G
 // 16-lane FMAs a second, measured), so neither library nor torch has much
-// left there.
+// left there. Narrow b with more rows, against the panels of matmul.cc
+// (which these replace for float32) and BLIS, and torch: [17, 4096, 16]
+// 21.7 / 22.9 / 19.3 / 20.6 us, [64, 4096, 16] 73 / 85 / 228 / 59,
+// [100, 300, 33] 23.8 / 34.3 / 37.9 / 18.0, [256, 1024, 64] 238 / 360 /
+// 265 / 192, [1024, 1024, 128] 1805 / 3096 / 1723 / 1483, [4096, 4096, 16]
+// 7423 / 11401 / 14029 / 6725. The copy of a into each block is the part
+// torch does better.
 #include "gemm_rows.h"
 
 #include <cstring>
@@ -177,6 +183,16 @@ inline void Tile(const float* __restrict at, const float* b, int64_t b_row,
   }
 }
 
+// at[p * R + r] = a[r, p] for p in [0, kb): a's block, transposed. (An
+// AVX-512 masked gather per p measured slower: [4096, 4096] @ [4096, 16]
+// 9.55 against 7.98 ms.)
+template <int R>
+inline void PackBlock(const float* a, GemmOperand as, int64_t kb, float* at) {
+  for (int64_t p = 0; p < kb; ++p) {
+    for (int r = 0; r < R; ++r) at[p * R + r] = a[r * as.rows + p * as.cols];
+  }
+}
+
 // R rows of c, all n columns, block by block of depth.
 template <typename V, int R>
 inline void Pass(const float* a, GemmOperand as, const float* b, int64_t b_row,
@@ -188,11 +204,7 @@ inline void Pass(const float* a, GemmOperand as, const float* b, int64_t b_row,
   float at[kMaxBlockDepth * R];
   for (int64_t p0 = 0; p0 < k; p0 += depth) {
     const int64_t kb = k - p0 < depth ? k - p0 : depth;
-    for (int64_t p = 0; p < kb; ++p) {
-      for (int r = 0; r < R; ++r) {
-        at[p * R + r] = a[r * as.rows + (p0 + p) * as.cols];
-      }
-    }
+    PackBlock<R>(a + p0 * as.cols, as, kb, at);
     const float* bp = b + p0 * b_row;
     const bool first = p0 == 0;
     int64_t j = 0;
@@ -297,7 +309,9 @@ TF_CPU_AVX2 TF_CPU_FLATTEN void RowsAvx2(const float* a, GemmOperand as,
 bool GemmRows(const float* a, GemmOperand as, const float* b, GemmOperand bs,
               float* c, GemmOperand cs, int64_t m, int64_t k, int64_t n) {
 #if TF_CPU_HAVE_AVX2_PATH
-  if (m > kGemmRowsMax || (bs.cols != 1 && n > 1)) return false;
+  if ((m > kGemmRowsMax && n > kGemmRowsNarrowN) || (bs.cols != 1 && n > 1)) {
+    return false;
+  }
   switch (ActiveTier()) {
     case Tier::kAvx512:
       RowsAvx512(a, as, b, bs.rows, c, cs, m, k, n);

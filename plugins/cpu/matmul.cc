@@ -524,16 +524,10 @@ struct Matmul {
     const T* a_data = DataOf<const T>(a);
     const T* b_data = DataOf<const T>(b);
     for (int64_t i = 0; i < batch; ++i) {
-      // float32 and float64 go to BLIS (gemm.h) past the few rows that
-      // GemmRows takes; it refuses only strides that no dense matrix has,
-      // which the loops below take. A float32 b of unit column stride and at
-      // most kNarrowN columns stays on the panels,
-      // which read its rows in place where BLIS would pack them: measured
-      // against BLIS, [1, 4096] @ [4096, 16] 11.9 against 16.6 us, [8, 256]
-      // @ [256, 64] 7.4 against 12.9 us, [8, 1024] @ [1024, 128] 30.7
-      // against 72.3 us; at 256 columns BLIS was ahead (17.1 against 19.2 us
-      // for [8, 256] @ [256, 256]), and in every layout where b's column
-      // stride is not 1.
+      // float32 with b's rows contiguous: GemmRows (gemm_rows.h) for a few
+      // rows, or any rows of a narrow b. Otherwise float32 and float64 go
+      // to BLIS (gemm.h); it refuses only strides that no dense matrix has,
+      // which the loops below take.
       if constexpr (std::is_same_v<T, float>) {
         if (GemmRows(a_data + i * a_batch, {a.strides[1], a.strides[2]},
                      b_data + i * b_batch, {b.strides[1], b.strides[2]},
@@ -561,14 +555,11 @@ struct Matmul {
           continue;
         }
       }
-      constexpr int64_t kNarrowN = 128;
-      const bool narrow = std::is_same_v<T, float> && b.strides[2] == 1 &&
-                          n <= kNarrowN && ActiveTier() != Tier::kBaseline;
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-        if (!narrow && Gemm(a_data + i * a_batch, {a.strides[1], a.strides[2]},
-                            b_data + i * b_batch, {b.strides[1], b.strides[2]},
-                            out_data + i * out.strides[0],
-                            {out.strides[1], out.strides[2]}, m, k, n)) {
+        if (Gemm(a_data + i * a_batch, {a.strides[1], a.strides[2]},
+                 b_data + i * b_batch, {b.strides[1], b.strides[2]},
+                 out_data + i * out.strides[0],
+                 {out.strides[1], out.strides[2]}, m, k, n)) {
           continue;
         }
       }

@@ -122,9 +122,10 @@ TEST_CASE("matmul matches the reference on every layout", "[matmul]") {
   }
 }
 
-// float32 with up to 16 rows and b's rows contiguous is multiplied in place
-// (gemm_rows.cc): a tile of rows by vectors of columns, one pass for all the
-// rows with AVX-512 and four at a time with AVX2. Every row count, column
+// float32 with up to 16 rows, or any rows of a b of at most 128 columns,
+// and b's rows contiguous is multiplied in place (gemm_rows.cc): a tile of
+// rows by vectors of columns, one pass for 16 rows with AVX-512 and four
+// with AVX2. Every row count, column
 // counts around the tiles' widths and the last partial vector, depths past
 // one block of a (256), and b of more than 1 MiB, which is walked 16 rows at
 // a time with the sums kept in out between blocks. b's rows lie further
@@ -151,6 +152,17 @@ TEST_CASE("matmul of a few float32 rows reads b in place", "[matmul]") {
         CheckProduct(kF32, s, a, b, out, seed++);
       }
     }
+  }
+  // More rows than one pass over a narrow b (at most 128 columns), which
+  // takes the same tiles pass after pass; 2100 x 128 is past 1 MiB.
+  for (const Dims& s : std::vector<Dims>{
+           {1, 40, 259, 128}, {1, 33, 67, 1}, {1, 20, 2100, 128}}) {
+    INFO(DimsText(s));
+    TestTensor a = TestTensor::WithLayout(kF32, {1, s.m, s.k}, Layout::kGapped);
+    TestTensor b = padded_b(s.k, s.n);
+    TestTensor out =
+        TestTensor::WithLayout(kF32, {1, s.m, s.n}, Layout::kReversed);
+    CheckProduct(kF32, s, a, b, out, seed++);
   }
   for (const int64_t m : {1, 8, 13, 16}) {
     const Dims s = {1, m, 1100, 300};  // b 1.3 MB; 1100 = 68 * 16 + 12
