@@ -98,6 +98,19 @@ def test_out_given_is_returned_and_written(path, op):
 
 
 @pytest.mark.parametrize("op", list(OPS))
+def test_out_is_allocated_beside_the_input_whatever_the_default_device(path, op):
+    # The output goes where the input lives, not to torch's default device.
+    build, call, ref, n = OPS[op]
+    args = build((3, 4))
+    expected = ref(args)
+    with torch.device("meta"):
+        with conversions(path, n):
+            out = call(args)
+    assert out.device.type == "cpu" and out.dtype == expected.dtype
+    assert_matches(out, expected, reduce=op in REDUCING)
+
+
+@pytest.mark.parametrize("op", list(OPS))
 def test_out_none_allocates(path, op):
     build, call, ref, n = OPS[op]
     args = build((2, 2))
