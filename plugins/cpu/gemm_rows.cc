@@ -223,69 +223,29 @@ inline void Pass(const float* a, GemmOperand as, const float* b, int64_t b_row,
   }
 }
 
+// Pass<V, rows> for a run-time 1 <= rows <= R, by recursion at compile time
+// (a table of function pointers would emit Pass outside the tier's
+// flattened wrapper, compiled for the baseline).
+template <typename V, int R>
+inline void PassOf(int64_t rows, const float* a, GemmOperand as, const float* b,
+                   int64_t b_row, float* c, GemmOperand cs, int64_t k,
+                   int64_t n) {
+  if constexpr (R > 1) {
+    if (rows < R) {
+      PassOf<V, R - 1>(rows, a, as, b, b_row, c, cs, k, n);
+      return;
+    }
+  }
+  Pass<V, R>(a, as, b, b_row, c, cs, k, n);
+}
+
 template <typename V>
 inline void Rows(const float* a, GemmOperand as, const float* b, int64_t b_row,
                  float* c, GemmOperand cs, int64_t m, int64_t k, int64_t n) {
   for (int64_t i = 0; i < m; i += kPassRows<V>) {
     const int64_t rows = m - i < kPassRows<V> ? m - i : kPassRows<V>;
-    const float* ai = a + i * as.rows;
-    float* ci = c + i * cs.rows;
-    switch (rows) {
-      case 1:
-        Pass<V, 1>(ai, as, b, b_row, ci, cs, k, n);
-        break;
-      case 2:
-        Pass<V, 2>(ai, as, b, b_row, ci, cs, k, n);
-        break;
-      case 3:
-        Pass<V, 3>(ai, as, b, b_row, ci, cs, k, n);
-        break;
-      case 4:
-        Pass<V, 4>(ai, as, b, b_row, ci, cs, k, n);
-        break;
-      default:
-        if constexpr (kPassRows<V> == 16) {
-          switch (rows) {
-            case 5:
-              Pass<V, 5>(ai, as, b, b_row, ci, cs, k, n);
-              break;
-            case 6:
-              Pass<V, 6>(ai, as, b, b_row, ci, cs, k, n);
-              break;
-            case 7:
-              Pass<V, 7>(ai, as, b, b_row, ci, cs, k, n);
-              break;
-            case 8:
-              Pass<V, 8>(ai, as, b, b_row, ci, cs, k, n);
-              break;
-            case 9:
-              Pass<V, 9>(ai, as, b, b_row, ci, cs, k, n);
-              break;
-            case 10:
-              Pass<V, 10>(ai, as, b, b_row, ci, cs, k, n);
-              break;
-            case 11:
-              Pass<V, 11>(ai, as, b, b_row, ci, cs, k, n);
-              break;
-            case 12:
-              Pass<V, 12>(ai, as, b, b_row, ci, cs, k, n);
-              break;
-            case 13:
-              Pass<V, 13>(ai, as, b, b_row, ci, cs, k, n);
-              break;
-            case 14:
-              Pass<V, 14>(ai, as, b, b_row, ci, cs, k, n);
-              break;
-            case 15:
-              Pass<V, 15>(ai, as, b, b_row, ci, cs, k, n);
-              break;
-            default:
-              Pass<V, 16>(ai, as, b, b_row, ci, cs, k, n);
-              break;
-          }
-        }
-        break;
-    }
+    PassOf<V, kPassRows<V>>(rows, a + i * as.rows, as, b, b_row,
+                            c + i * cs.rows, cs, k, n);
   }
 }
 

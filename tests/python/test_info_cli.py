@@ -111,7 +111,9 @@ def test_text_says_the_same(cli_text, cli_json):
     assert f"bridge path: {AUTO_PATH}" in cli_text
     assert f"shim (torch_tensor_from_pyobject): {'available' if SHIM else 'absent'}" in cli_text
     assert "offset calibration: ok" in cli_text
-    assert "cpu 0.1.0 (native, ABI 1.1" in cli_text
+    cpu_version = by_name(cli_json["plugins"])["cpu"]["version"]
+    assert cpu_version.startswith("0.1.0 (") and cpu_version.endswith(" kernels)")  # the tier
+    assert f"cpu {cpu_version} (native, ABI 1.1" in cli_text
     for op in ("abs", "matmul", "cast"):
         dtypes = [dt for o, dev, dt in by_name(cli_json["plugins"])["cpu"]["kernels"] if o == op]
         assert f"{op} [cpu]: {' '.join(dtypes)}" in cli_text
