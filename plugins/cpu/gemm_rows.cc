@@ -140,8 +140,12 @@ inline void Tile(const float* __restrict at, const float* b, int64_t b_row,
         std::memcpy(&bv[v], row + v * L, sizeof(V));
       }
       // Into a register: GCC would otherwise fold the load into each of
-      // the R multiply-adds that use it, R loads where one does.
+      // the R multiply-adds that use it, R loads where one does. (Clang,
+      // which the sanitizer builds use, compiles this template outside the
+      // tier's target, where a vector cannot be named as a register.)
+#if defined(__GNUC__) && !defined(__clang__)
       __asm__("" : "+v"(bv[v]));
+#endif
     }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
