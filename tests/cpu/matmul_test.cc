@@ -136,8 +136,14 @@ TEST_CASE("matmul of a few float32 rows reads b in place", "[matmul]") {
   };
   uint32_t seed = 4500;
   for (int64_t m = 1; m <= 17; ++m) {
-    for (const int64_t n : {1, 15, 16, 17, 47, 49, 130, 300}) {
+    for (const int64_t n : {1, 15, 17, 49, 130}) {
       for (const int64_t k : {1, 3, 259}) {
+        // The depth past one block for some row counts and the widths that
+        // have a main tile and a partial vector only: the double reference
+        // is the slow part under the sanitizers.
+        if (k == 259 && ((n != 17 && n != 49) || (m % 4 != 0 && m % 4 != 1))) {
+          continue;
+        }
         const Dims s = {1, m, k, n};
         INFO(DimsText(s));
         const Layout a_layout = m % 3 == 0   ? Layout::kReversed
@@ -154,9 +160,9 @@ TEST_CASE("matmul of a few float32 rows reads b in place", "[matmul]") {
     }
   }
   // More rows than one pass over a narrow b (at most 128 columns), which
-  // takes the same tiles pass after pass; 2100 x 128 is past 1 MiB.
-  for (const Dims& s : std::vector<Dims>{
-           {1, 40, 259, 128}, {1, 33, 67, 1}, {1, 20, 2100, 128}}) {
+  // takes the same tiles pass after pass.
+  for (const Dims& s :
+       std::vector<Dims>{{1, 40, 259, 128}, {1, 33, 67, 1}, {1, 17, 67, 128}}) {
     INFO(DimsText(s));
     TestTensor a = TestTensor::WithLayout(kF32, {1, s.m, s.k}, Layout::kGapped);
     TestTensor b = padded_b(s.k, s.n);
@@ -164,13 +170,13 @@ TEST_CASE("matmul of a few float32 rows reads b in place", "[matmul]") {
         TestTensor::WithLayout(kF32, {1, s.m, s.n}, Layout::kReversed);
     CheckProduct(kF32, s, a, b, out, seed++);
   }
-  for (const int64_t m : {1, 8, 13, 16}) {
-    const Dims s = {1, m, 1100, 300};  // b 1.3 MB; 1100 = 68 * 16 + 12
+  for (const int64_t m : {1, 3}) {
+    const Dims s = {1, m, 1100, 240};  // b 1.06 MB; 1100 = 68 * 16 + 12
     INFO(DimsText(s));
     TestTensor a = TestTensor::WithLayout(kF32, {1, m, s.k}, Layout::kGapped);
     TestTensor b = padded_b(s.k, s.n);
     TestTensor out = TestTensor::WithLayout(
-        kF32, {1, m, s.n}, m == 13 ? Layout::kReversed : Layout::kContiguous);
+        kF32, {1, m, s.n}, m == 3 ? Layout::kReversed : Layout::kContiguous);
     CheckProduct(kF32, s, a, b, out, seed++);
   }
 }
@@ -187,13 +193,13 @@ TEST_CASE("matmul against a transposed b takes dot products", "[matmul]") {
   for (tf_dtype d : {kF32, kF16, kBF16}) {
     for (int64_t m = 1; m <= 16; ++m) {
       for (const int64_t k : {37, 517}) {
-        for (const int64_t n : {1, 5, 8}) {
+        for (const int64_t n : {1, 5}) {
           const Dims s = {1, m, k, n};
           const Layout a_layout =
               m % 2 == 0 ? Layout::kContiguous : Layout::kReversed;
-          const Layout out_layout = n == 5   ? Layout::kGapped
-                                    : n == 8 ? Layout::kReversed
-                                             : Layout::kContiguous;
+          const Layout out_layout = n == 5       ? Layout::kGapped
+                                    : m % 3 == 0 ? Layout::kReversed
+                                                 : Layout::kContiguous;
           CheckMatmul(d, s, a_layout, Layout::kReversed, out_layout, false,
                       false, seed++);
         }
