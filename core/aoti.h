@@ -42,6 +42,17 @@ struct AotiApi {
   // torch >= 2.13: the message of the last failure on this thread, without
   // the C++ backtrace.
   const char* (*exception_get_what)();
+  // A new contiguous-or-strided tensor through at::empty_strided (every torch
+  // the bridge accepts has it; optional so that a build without it only
+  // loses the fast output allocation).
+  AOTITorchError (*empty_strided)(int64_t ndim, const int64_t* sizes,
+                                  const int64_t* strides, int32_t dtype,
+                                  int32_t device_type, int32_t device_index,
+                                  AtenTensorHandle* ret);
+  // torch >= 2.14: at::Tensor -> a new torch.Tensor (new reference); py_type
+  // NULL for torch.Tensor.
+  AOTITorchError (*tensor_to_pyobject)(AtenTensorHandle, void* py_type,
+                                       void** ret);
   // In libtorch_cuda.so, present only in CUDA builds.
   AOTITorchError (*get_current_cuda_stream)(int32_t device_index,
                                             void** stream);

@@ -94,7 +94,8 @@ PyObject* Init(PyObject* module, PyObject* args) {
   }
   if (Bridge::Get().initialized()) Py_RETURN_NONE;
   if (!Bridge::Get().Init(torch_module, torch_version) ||
-      !InitGradCheck(torch_module) || !InitOutAlloc(torch_module)) {
+      !InitGradCheck(torch_module) ||
+      !InitOutAlloc(torch_module, Bridge::Get().library())) {
     return nullptr;
   }
   SetHostQuery("torch.version", torch_version);
@@ -157,8 +158,8 @@ PyObject* BridgeInfo(PyObject*, PyObject*) {
   // Paths and messages through NewText: a libtorch under a folder whose
   // name is not UTF-8 must not fail `info`.
   return Py_BuildValue(
-      "{s:s,s:N,s:O,s:{s:O,s:n,s:n,s:N},s:N,s:N,s:N,s:N,s:N}", "path",
-      BridgePathName(b.path()), "reason", NewText(b.path_reason()),
+      "{s:s,s:N,s:O,s:{s:O,s:n,s:n,s:N},s:N,s:N,s:N,s:N,s:N,s:{s:s,s:N}}",
+      "path", BridgePathName(b.path()), "reason", NewText(b.path_reason()),
       "shim_available", b.shim_available() ? Py_True : Py_False,
       "offset_calibration", "ok", c.ok ? Py_True : Py_False, "tensor_offset",
       c.tensor_offset, "maybe_owned_flag_offset", c.borrowed_flag_offset,
@@ -167,7 +168,23 @@ PyObject* BridgeInfo(PyObject*, PyObject*) {
       NewText(b.versions().detail()), "storage_check",
       NewText(b.storage_probe().detail()), "libtorch",
       NewText(b.library().cpu_library_path), "libtorch_cuda",
-      NewText(b.library().cuda_library_path));
+      NewText(b.library().cuda_library_path), "out_alloc", "route",
+      OutAllocRoute(), "reason", NewText(OutAllocReason()));
+}
+
+PyObject* SetOutAlloc(PyObject*, PyObject* arg) {
+  if (!EnsureInitialized()) return nullptr;
+  const char* name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : nullptr;
+  if (name == nullptr) {
+    PyErr_Clear();
+    RaiseError(PyExc_TypeError,
+               fmt::format("set_out_alloc() expected a str ('auto', 'direct' "
+                           "or 'torch.empty'), got {}",
+                           Py_TYPE(arg)->tp_name));
+    return nullptr;
+  }
+  if (!SetOutAllocRoute(name)) return nullptr;
+  Py_RETURN_NONE;
 }
 
 // Exactly what a plugin would receive for `obj`.
@@ -404,6 +421,7 @@ PyMethodDef g_methods[] = {
     {"_reset_bridge_counts", TF_CFUNC(ResetBridgeCounts), METH_NOARGS, nullptr},
     {"_shim_available", TF_CFUNC(ShimAvailable), METH_NOARGS, nullptr},
     {"_bridge_info", TF_CFUNC(BridgeInfo), METH_NOARGS, nullptr},
+    {"_set_out_alloc", TF_CFUNC(SetOutAlloc), METH_O, nullptr},
     {"_view", TF_CFUNC(View), METH_O, nullptr},
     {"_time_bridge", TF_CFUNC(TimeBridge), METH_VARARGS, nullptr},
     {"_time_lookup", TF_CFUNC(TimeLookup), METH_VARARGS, nullptr},

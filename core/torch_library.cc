@@ -73,6 +73,8 @@ bool ResolveTorchLibrary(TorchLibrary* lib, std::string* error) {
   Resolve(cpu, "torch_tensor_from_pyobject", &a.tensor_from_pyobject);
   Resolve(cpu, "torch_exception_get_what_without_backtrace",
           &a.exception_get_what);
+  Resolve(cpu, "aoti_torch_empty_strided", &a.empty_strided);
+  Resolve(cpu, "torch_tensor_to_pyobject", &a.tensor_to_pyobject);
 
   const std::pair<const char*, const void*> required[] = {
       {"aoti_torch_get_data_ptr",
@@ -118,6 +120,16 @@ bool ResolveTorchLibrary(TorchLibrary* lib, std::string* error) {
         "'torch>=2.9')",
         lib->cpu_library_path, missing);
     return false;
+  }
+
+  const std::string python_path = FindLoadedLibrary("libtorch_python.so");
+  void* python =
+      python_path.empty()
+          ? nullptr
+          : dlopen(python_path.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL);
+  if (python != nullptr) {
+    Resolve(python, "_Z16THPVariable_WrapRKN2at10TensorBaseE",
+            &lib->variable_wrap);
   }
 
   // The CUDA stream getter lives in libtorch_cuda.so, loaded only by CUDA

@@ -29,6 +29,22 @@ def reset_path_counts():
     _C._reset_bridge_counts()
 
 
+def out_alloc():
+    """How outputs the caller leaves out are allocated now: 'direct'
+    (aoti_torch_empty_strided, then wrapped as a torch.Tensor: CPU only) or
+    'torch.empty'. Why: info()["out_alloc"]["reason"]."""
+    return _C._bridge_info()["out_alloc"]["route"]
+
+
+def set_out_alloc(name):
+    """Forces 'direct', 'torch.empty' or 'auto' (for A/B runs). The direct
+    route allocates without the dispatcher, so torch function and dispatch
+    modes do not see the allocation, nor the deterministic-mode NaN fill;
+    'torch.empty' restores both. Forcing 'direct' where this torch lacks it
+    raises RuntimeError."""
+    _C._set_out_alloc(name)
+
+
 def shim_available():
     """Whether the running torch exports torch_tensor_from_pyobject."""
     return _C._shim_available()
