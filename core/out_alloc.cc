@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstring>
+#include <exception>
 #include <string>
 
 #include "core/py_errors.h"
@@ -17,7 +19,7 @@ PyObject* g_kwnames = nullptr;               // ("dtype", "device")
 
 const TorchLibrary* g_lib = nullptr;
 bool g_direct_available = false;
-bool g_direct = false;
+std::atomic<bool> g_direct{false};  // read on every allocation, set by A/B runs
 std::string g_reason;
 
 PyObject* Wrap(AtenTensorHandle handle) {
@@ -36,7 +38,17 @@ PyObject* Wrap(AtenTensorHandle handle) {
     }
     return nullptr;
   }
-  return static_cast<PyObject*>(g_lib->variable_wrap(handle));
+  // A C++ function of libtorch_python: whatever it throws must not cross
+  // into Python.
+  try {
+    return static_cast<PyObject*>(g_lib->variable_wrap(handle));
+  } catch (const std::exception& e) {
+    RaiseError(PyExc_RuntimeError,
+               fmt::format("THPVariable_Wrap failed: {}", e.what()));
+  } catch (...) {
+    RaiseError(PyExc_RuntimeError, "THPVariable_Wrap failed");
+  }
+  return nullptr;
 }
 
 // nullptr without a Python error where the direct route does not apply or
@@ -106,7 +118,7 @@ bool InitOutAlloc(PyObject* torch_module, const TorchLibrary& lib) {
   const bool wrap =
       lib.api.tensor_to_pyobject != nullptr || lib.variable_wrap != nullptr;
   g_direct_available = lib.api.empty_strided != nullptr && wrap;
-  g_direct = g_direct_available;
+  g_direct.store(g_direct_available);
   g_reason =
       !g_direct_available
           ? fmt::format("libtorch lacks {}: CPU outputs come from torch.empty",
@@ -129,20 +141,23 @@ PyObject* AllocateOut(const char* op, const TensorRef& like, DtypeIndex dtype,
                            op));
     return nullptr;
   }
-  if (g_direct && like.view.device.device_type == TF_DEVICE_CPU) {
+  if (g_direct.load(std::memory_order_relaxed) &&
+      like.view.device.device_type == TF_DEVICE_CPU) {
     PyObject* out = AllocateDirect(dtype, ndim, shape);
     if (out != nullptr || PyErr_Occurred()) return out;
   }
   return AllocateByTorchEmpty(like, dtype, ndim, shape);
 }
 
-const char* OutAllocRoute() { return g_direct ? "direct" : "torch.empty"; }
+const char* OutAllocRoute() {
+  return g_direct.load() ? "direct" : "torch.empty";
+}
 
 const char* OutAllocReason() { return g_reason.c_str(); }
 
 bool SetOutAllocRoute(const char* name) {
   if (std::strcmp(name, "torch.empty") == 0) {
-    g_direct = false;
+    g_direct.store(false);
     return true;
   }
   if (std::strcmp(name, "auto") == 0 || std::strcmp(name, "direct") == 0) {
@@ -152,7 +167,7 @@ bool SetOutAllocRoute(const char* name) {
                                     "unavailable: {}",
                                     g_reason));
     }
-    g_direct = g_direct_available;
+    g_direct.store(g_direct_available);
     return true;
   }
   return RaiseError(PyExc_ValueError,
