@@ -139,7 +139,7 @@ namespace {
 // A new output like `like` (a torch tensor, or the fuzzer's placeholder).
 PyObject* AllocateLike(const char* op, CallFrame& frame, const TensorRef& like,
                        DtypeIndex dtype, int ndim, const int64_t* shape) {
-  frame.NotePython();  // torch.empty: modes, hooks, gc
+  frame.NotePython();  // torch.empty (modes, hooks) or the gc may run
   return frame.source() != nullptr
              ? frame.source()->Allocate(like, dtype, ndim, shape)
              : AllocateOut(op, like, dtype, ndim, shape);
