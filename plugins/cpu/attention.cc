@@ -9,6 +9,13 @@
 // arrays: float32 rows are read in place, other rows are widened into stack
 // buffers first; the instantiation for the CPU's tier is chosen at run time
 // (isa.h).
+//
+// A query chunk of kBlockedMinRows rows or more (prefill, chunked prefill)
+// in float32, float16 or bfloat16 goes through blocks instead: kQueryBlock
+// rows of q against kKeyBlock keys at a time, the scores and p @ v as two
+// GEMMs on BLIS (gemm.h), with the same online softmax over each row of the
+// score block. Scratch is one allocation of a few blocks, whatever L and S
+// are; where it fails the rows above take the call.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -19,6 +26,8 @@
 #include "call.h"
 #include "convert.h"
 #include "dtype.h"
+#include "gemm.h"
+#include "gemm_rows.h"
 #include "isa.h"
 #include "kernel_table.h"
 #include "vmath.h"
@@ -171,6 +180,247 @@ TF_CPU_AVX512 TF_CPU_FLATTEN void AttendRowAvx512(const RowArgs<T>& r,
   AttendRow<Avx512Isa>(r, w);
 }
 
+// ---- blocks of query rows: prefill -------------------------------------
+
+constexpr int64_t kQueryBlock = 64;
+constexpr int64_t kBlockedMinRows = 16;
+
+// One (batch, head) of a blocked call: strides in elements.
+template <typename T>
+struct HeadArgs {
+  const T* q;
+  int64_t q_row, q_step;
+  const T* k;
+  int64_t k_row, k_step;
+  const T* v;
+  int64_t v_row, v_step;
+  const T* mask;        // T-typed additive mask of the head, or nullptr
+  const uint8_t* keep;  // bool mask of the head, or nullptr
+  int64_t mask_row, mask_step;
+  T* out;
+  int64_t out_row, out_step;
+  int64_t L, S, e, ev;
+  int64_t causal;  // 0 none, 1 top-left, else lower-right
+  float scale;
+};
+
+// The float32 blocks of one call, row-major: q [kQueryBlock, e], k^T
+// [e, kKeyBlock], v [kKeyBlock, ev], the scores (then p) [kQueryBlock,
+// kKeyBlock], p @ v and the accumulator [kQueryBlock, ev], and each row's
+// running max, sum and key count.
+struct BlockScratch {
+  float *q, *k, *v, *s, *pv, *acc, *max, *sum;
+  int64_t keys[kQueryBlock];
+
+  static int64_t Floats(int64_t e, int64_t ev) {
+    return kQueryBlock * e + kKeyBlock * (e + ev) + kQueryBlock * kKeyBlock +
+           2 * kQueryBlock * ev + 2 * kQueryBlock;
+  }
+  void Carve(float* p, int64_t e, int64_t ev) {
+    q = p;
+    k = q + kQueryBlock * e;
+    v = k + kKeyBlock * e;
+    s = v + kKeyBlock * ev;
+    pv = s + kQueryBlock * kKeyBlock;
+    acc = pv + kQueryBlock * ev;
+    max = acc + kQueryBlock * ev;
+    sum = max + kQueryBlock;
+  }
+};
+
+// The largest of x[0, n), NaN ignored (it poisons the sum instead), and
+// their sum: in lanes, so that they vectorise without the compiler
+// reassociating on its own.
+inline float MaxOf(const float* x, int64_t n) {
+  Float8 lanes[2];
+  for (auto& l : lanes) l = Float8{} - std::numeric_limits<float>::infinity();
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    Float8 a, b;
+    std::memcpy(&a, x + j, sizeof a);
+    std::memcpy(&b, x + j + 8, sizeof b);
+    lanes[0] = a > lanes[0] ? a : lanes[0];
+    lanes[1] = b > lanes[1] ? b : lanes[1];
+  }
+  // A tree over the lanes, not a chain of 16 dependent steps.
+  Float8 v = lanes[0] > lanes[1] ? lanes[0] : lanes[1];
+  float m4[4], m = -std::numeric_limits<float>::infinity();
+  for (int l = 0; l < 4; ++l) m4[l] = v[l] > v[l + 4] ? v[l] : v[l + 4];
+  m4[0] = m4[0] > m4[2] ? m4[0] : m4[2];
+  m4[1] = m4[1] > m4[3] ? m4[1] : m4[3];
+  m = m4[0] > m4[1] ? m4[0] : m4[1];
+  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
+  return m;
+}
+inline float SumOf(const float* x, int64_t n) {
+  Float8 lanes[2] = {};
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    Float8 a, b;
+    std::memcpy(&a, x + j, sizeof a);
+    std::memcpy(&b, x + j + 8, sizeof b);
+    lanes[0] += a;
+    lanes[1] += b;
+  }
+  const Float8 v = lanes[0] + lanes[1];
+  float sum = ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+  for (; j < n; ++j) sum += x[j];
+  return sum;
+}
+
+// `rows` rows of `cols` elements (strides row, step) into float32 at dst,
+// row stride cols.
+template <typename Isa, typename T>
+inline void WidenRows(const T* p, int64_t row, int64_t step, int64_t rows,
+                      int64_t cols, float* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* in = p + r * row;
+    float* o = dst + r * cols;
+    if (step == 1) {
+      if constexpr (std::is_same_v<T, float>) {
+        std::memcpy(o, in, cols * sizeof(float));
+        continue;
+      } else if constexpr (kBlocked<T>) {
+        WidenBlock<Isa>(in, o, cols);
+        continue;
+      }
+    }
+    for (int64_t c = 0; c < cols; ++c) {
+      o[c] = static_cast<float>(Load(in[c * step]));
+    }
+  }
+}
+
+// `rows` rows of `cols` elements (strides row, step) into float32 at dst,
+// transposed: dst[c * kKeyBlock + r].
+template <typename T>
+inline void WidenTransposed(const T* p, int64_t row, int64_t step, int64_t rows,
+                            int64_t cols, float* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* in = p + r * row;
+    for (int64_t c = 0; c < cols; ++c) {
+      dst[c * kKeyBlock + r] = static_cast<float>(Load(in[c * step]));
+    }
+  }
+}
+
+// c = a @ b on the in-place tiles (gemm_rows.h: these blocks have at most
+// kKeyBlock columns, or few rows), else on BLIS.
+inline bool Product(const float* a, GemmOperand as, const float* b,
+                    GemmOperand bs, float* c, GemmOperand cs, int64_t m,
+                    int64_t k, int64_t n) {
+  return GemmRows(a, as, b, bs, c, cs, m, k, n) ||
+         Gemm(a, as, b, bs, c, cs, m, k, n);
+}
+
+// Rows [i0, i0 + qb) of one head; false, with some of its rows written, if
+// BLIS refused a block (every operand is a dense row-major block, so it
+// takes them all; the caller would then redo the head row by row).
+template <typename Isa, typename T>
+inline bool AttendBlock(const HeadArgs<T>& h, int64_t i0, int64_t qb,
+                        BlockScratch& w) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const int64_t e = h.e, ev = h.ev;
+  WidenRows<Isa>(h.q + i0 * h.q_row, h.q_row, h.q_step, qb, e, w.q);
+  int64_t most = 0;
+  for (int64_t i = 0; i < qb; ++i) {
+    int64_t keys = h.S;
+    if (h.causal != 0) {
+      const int64_t last = h.causal == 1 ? i0 + i : i0 + i + h.S - h.L;
+      keys = last + 1 < h.S ? (last + 1 > 0 ? last + 1 : 0) : h.S;
+    }
+    w.keys[i] = keys;
+    most = keys > most ? keys : most;
+    w.max[i] = kNegInf;
+    w.sum[i] = 0;
+  }
+  std::memset(w.acc, 0, qb * ev * sizeof(float));
+  for (int64_t j0 = 0; j0 < most; j0 += kKeyBlock) {
+    const int64_t kb = most - j0 < kKeyBlock ? most - j0 : kKeyBlock;
+    WidenTransposed(h.k + j0 * h.k_row, h.k_row, h.k_step, kb, e, w.k);
+    if (!Product(w.q, {e, 1}, w.k, {kKeyBlock, 1}, w.s, {kKeyBlock, 1}, qb, e,
+                 kb)) {
+      return false;
+    }
+    for (int64_t i = 0; i < qb; ++i) {
+      float* s = w.s + i * kKeyBlock;
+      const int64_t seen = w.keys[i] - j0 < kb ? w.keys[i] - j0 : kb;
+      const int64_t m_row = (i0 + i) * h.mask_row + j0 * h.mask_step;
+      for (int64_t j = 0; j < seen; ++j) s[j] *= h.scale;
+      if (h.keep != nullptr) {
+        const uint8_t* keep = h.keep + m_row;
+        for (int64_t j = 0; j < seen; ++j) {
+          if (keep[j * h.mask_step] == 0) s[j] = kNegInf;
+        }
+      } else if (h.mask != nullptr) {
+        const T* mask = h.mask + m_row;
+        for (int64_t j = 0; j < seen; ++j) {
+          s[j] += static_cast<float>(Load(mask[j * h.mask_step]));
+        }
+      }
+      for (int64_t j = seen > 0 ? seen : 0; j < kb; ++j) s[j] = kNegInf;
+      const float block_max = MaxOf(s, kb);
+      if (block_max == kNegInf) {  // every key of the block masked
+        std::memset(s, 0, kb * sizeof(float));
+        continue;
+      }
+      float* acc = w.acc + i * ev;
+      if (block_max > w.max[i]) {
+        const float correction = ExpF(w.max[i] - block_max);  // 0 at first
+        for (int64_t c = 0; c < ev; ++c) acc[c] *= correction;
+        w.sum[i] *= correction;
+        w.max[i] = block_max;
+      }
+      const float max = w.max[i];
+      for (int64_t j = 0; j < kb; ++j) s[j] = ExpF(s[j] - max);
+      w.sum[i] += SumOf(s, kb);
+    }
+    WidenRows<Isa>(h.v + j0 * h.v_row, h.v_row, h.v_step, kb, ev, w.v);
+    if (!Product(w.s, {kKeyBlock, 1}, w.v, {ev, 1}, w.pv, {ev, 1}, qb, kb,
+                 ev)) {
+      return false;
+    }
+    for (int64_t x = 0; x < qb * ev; ++x) w.acc[x] += w.pv[x];
+  }
+  for (int64_t i = 0; i < qb; ++i) {
+    // No key kept: torch (2.5 and later) gives 0, not NaN.
+    const float sum = w.sum[i];
+    const float inv = sum > 0 || sum != sum ? 1.0f / sum : 0.0f;
+    T* out = h.out + (i0 + i) * h.out_row;
+    const float* acc = w.acc + i * ev;
+    for (int64_t c = 0; c < ev; ++c) {
+      out[c * h.out_step] = Store<T>(static_cast<ComputeOf<T>>(acc[c] * inv));
+    }
+  }
+  return true;
+}
+
+template <typename Isa, typename T>
+inline void AttendHead(const HeadArgs<T>& h, BlockScratch& w, bool* done) {
+  *done = true;
+  for (int64_t i0 = 0; i0 < h.L && *done; i0 += kQueryBlock) {
+    *done = AttendBlock<Isa>(
+        h, i0, h.L - i0 < kQueryBlock ? h.L - i0 : kQueryBlock, w);
+  }
+}
+
+template <typename T>
+TF_CPU_FLATTEN void AttendHeadBase(const HeadArgs<T>& h, BlockScratch& w,
+                                   bool* done) {
+  AttendHead<BaselineIsa>(h, w, done);
+}
+template <typename T>
+TF_CPU_AVX2 TF_CPU_FLATTEN void AttendHeadAvx2(const HeadArgs<T>& h,
+                                               BlockScratch& w, bool* done) {
+  AttendHead<Avx2Isa>(h, w, done);
+}
+template <typename T>
+TF_CPU_AVX512 TF_CPU_FLATTEN void AttendHeadAvx512(const HeadArgs<T>& h,
+                                                   BlockScratch& w,
+                                                   bool* done) {
+  AttendHead<Avx512Isa>(h, w, done);
+}
+
 struct Attention {
   static constexpr const char* kName = "scaled_dot_product_attention";
   template <typename T>
@@ -225,6 +475,16 @@ struct Attention {
                     static_cast<long long>(E), static_cast<long long>(Ev));
       }
     }
+    // The blocks of a query chunk, where the call has one (see the top).
+    std::unique_ptr<float[]> block_memory;
+    BlockScratch blocks;
+    if constexpr (std::is_same_v<A, float>) {
+      if (L >= kBlockedMinRows && S > 0 && E > 0 && Ev > 0) {
+        block_memory.reset(
+            new (std::nothrow) float[BlockScratch::Floats(E, Ev)]);
+        if (block_memory) blocks.Carve(block_memory.get(), E, Ev);
+      }
+    }
     Scratch<A> w;
     w.q = on_stack ? stack : heap.get();
     w.k = w.q + e_room;
@@ -272,6 +532,36 @@ struct Attention {
         r.e = E;
         r.ev = Ev;
         r.scale = scale;
+        if (block_memory) {
+          HeadArgs<T> hd;
+          hd.q = qd + off_q + h * q.strides[n - 3];
+          hd.q_row = q.strides[n - 2];
+          hd.q_step = r.q_step;
+          hd.k = r.k;
+          hd.k_row = r.k_row;
+          hd.k_step = r.k_step;
+          hd.v = r.v;
+          hd.v_row = r.v_row;
+          hd.v_step = r.v_step;
+          const int64_t m_head =
+              mask != nullptr ? off_m + h * mask->strides[n - 3] : 0;
+          hd.mask = md != nullptr ? md + m_head : nullptr;
+          hd.keep = keep != nullptr ? keep + m_head : nullptr;
+          hd.mask_row = mask != nullptr ? mask->strides[n - 2] : 0;
+          hd.mask_step = r.mask_step;
+          hd.out = od + off_o + h * out.strides[n - 3];
+          hd.out_row = out.strides[n - 2];
+          hd.out_step = r.out_step;
+          hd.L = L;
+          hd.S = S;
+          hd.e = E;
+          hd.ev = Ev;
+          hd.causal = causal;
+          hd.scale = static_cast<float>(scale);
+          bool done = false;
+          TF_CPU_DISPATCH(AttendHead, hd, blocks, &done);
+          if (done) continue;
+        }
         for (int64_t i = 0; i < L; ++i) {
           r.q = Offset(qd, off_q + h * q.strides[n - 3] + i * q.strides[n - 2]);
           r.out = Offset(

@@ -269,6 +269,67 @@ def test_sdpa_strided_offset_views_scale_and_out(dtype):
     )
 
 
+# Query chunks of 16 rows or more take the CPU plugin's blocked path (blocks
+# of 64 queries against 64 keys, two GEMMs each): lengths inside one block,
+# at its edges and over several, against key counts that end mid-block.
+CHUNKS = [(16, 16), (16, 300), (64, 64), (65, 129), (130, 70), (33, 1)]
+
+
+@pytest.mark.parametrize("L,S", CHUNKS, ids=[f"L{l}_S{s}" for l, s in CHUNKS])
+@pytest.mark.parametrize("dtype", dtypes("scaled_dot_product_attention"))
+def test_sdpa_query_chunks(dtype, L, S):
+    q, k, v = _qkv([(2, 4, L, 16), (2, 2, S, 16), (2, 2, S, 24)], dtype)
+    out = ops.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    assert_matches(out, SDPA(q, k, v, enable_gqa=True), reduce=True)
+    for lower_right in (False, True):
+        got = ops.scaled_dot_product_attention(q, k, v, enable_gqa=True, is_causal=True, lower_right=lower_right)
+        want = SDPA(q, k, v, enable_gqa=True, is_causal=True, lower_right=lower_right)
+        assert_matches(got, want, reduce=True)
+    keep = torch.rand(L, S) > 0.3
+    keep[3] = False  # a row that keeps no key is 0
+    additive = torch.where(keep, 0.0, float("-inf")).to(dtype) + make((L, S), dtype)
+    for mask in (keep, additive, keep[None, None, :1].expand(2, 4, L, S)):
+        got = ops.scaled_dot_product_attention(q, k, v, mask, enable_gqa=True)
+        assert_matches(got, SDPA(q, k, v, mask, enable_gqa=True), reduce=True)
+    assert torch.all(ops.scaled_dot_product_attention(q, k, v, keep, enable_gqa=True)[:, :, 3] == 0)
+    if dtype == torch.float32:  # the reference is torch itself
+        want = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        got = ops.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        assert_matches(got, want, reduce=True)
+
+
+@pytest.mark.parametrize("dtype", dtypes("scaled_dot_product_attention"))
+def test_sdpa_query_chunk_layouts(dtype):
+    # Sequence-first projections viewed heads-first, a sliced KV cache, V
+    # column-major, a strided output, a head larger than the in-place
+    # tiles take (E = 300, Ev = 260), and stride-0 (expanded) K/V.
+    B, L, H, E, S = 2, 40, 4, 16, 90
+    q = make((B, L, H * E), dtype).view(B, L, H, E).transpose(1, 2)
+    k = make((B, H, 128, E), dtype)[:, :, 7 : 7 + S]
+    v = make((B, H, E, 128), dtype)[..., :S].transpose(-1, -2)
+    dst = torch.empty(B, L, H, E, dtype=dtype).transpose(1, 2)
+    got = ops.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3, out=dst)
+    assert got is dst
+    assert_matches(dst, SDPA(q, k, v, is_causal=True, scale=0.3), reduce=True)
+    qb, kb, vb = _qkv([(1, 2, 20, 300), (1, 2, 70, 300), (1, 2, 70, 260)], dtype)
+    assert_matches(ops.scaled_dot_product_attention(qb, kb, vb), SDPA(qb, kb, vb), reduce=True)
+    k1, v1 = make((1, 1, S, E), dtype), make((1, 1, S, E), dtype)
+    ke, ve = k1.expand(B, H, S, E), v1.expand(B, H, S, E)
+    assert ke.stride(1) == 0
+    got = ops.scaled_dot_product_attention(q, ke, ve, is_causal=True, lower_right=True)
+    assert_matches(got, SDPA(q, ke, ve, is_causal=True, lower_right=True), reduce=True)
+
+
+def test_sdpa_query_chunk_large_scores_and_nan():
+    q, k, v = _qkv([(1, 1, 20, 8), (1, 1, 300, 8), (1, 1, 300, 8)], torch.float32)
+    out = ops.scaled_dot_product_attention(q * 300, k * 300, v)
+    assert torch.isfinite(out).all()
+    assert_matches(out, F.scaled_dot_product_attention(q * 300, k * 300, v), reduce=True)
+    k[0, 0, 100, 0] = float("nan")  # a NaN score poisons every row, as in torch
+    out = ops.scaled_dot_product_attention(q, k, v)
+    assert torch.isnan(out).all() and torch.isnan(F.scaled_dot_product_attention(q, k, v)).all()
+
+
 def test_sdpa_large_scores_stay_finite():
     # The online softmax subtracts the running maximum: scores near 1e4 must
     # not overflow exp.
