@@ -12,10 +12,11 @@
 //
 // A query chunk of kBlockedMinRows rows or more (prefill, chunked prefill)
 // in float32, float16 or bfloat16 goes through blocks instead: kQueryBlock
-// rows of q against kKeyBlock keys at a time, the scores and p @ v as two
-// GEMMs on BLIS (gemm.h), with the same online softmax over each row of the
-// score block. Scratch is one allocation of a few blocks, whatever L and S
-// are; where it fails the rows above take the call.
+// queries against kKeyBlock keys at a time, the scores and p @ v as two
+// GEMMs on the in-place tiles (gemm_rows.h; BLIS where a block is wider than
+// they take), with the same online softmax over the score block. Scratch is
+// one allocation of a few blocks, whatever L and S are; where it fails the
+// rows above take the call.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -204,69 +205,32 @@ struct HeadArgs {
   float scale;
 };
 
-// The float32 blocks of one call, row-major: q [kQueryBlock, e], k^T
-// [e, kKeyBlock], v [kKeyBlock, ev], the scores (then p) [kQueryBlock,
-// kKeyBlock], p @ v and the accumulator [kQueryBlock, ev], and each row's
-// running max, sum and key count.
+// The float32 blocks of one call: q^T [e, kQueryBlock] (a query per
+// column), a key block [kKeyBlock, e] and a value block [kKeyBlock, ev]
+// where they must be widened, the scores (then p) transposed, [kKeyBlock,
+// kQueryBlock], p @ v and the accumulator [kQueryBlock, ev], and per query
+// its running max, sum, key count and the block's max.
 struct BlockScratch {
-  float *q, *k, *v, *s, *pv, *acc, *max, *sum;
+  float *q, *k, *v, *s, *pv, *acc, *max, *sum, *block_max, *shift;
   int64_t keys[kQueryBlock];
 
   static int64_t Floats(int64_t e, int64_t ev) {
-    return kQueryBlock * e + kKeyBlock * (e + ev) + kQueryBlock * kKeyBlock +
-           2 * kQueryBlock * ev + 2 * kQueryBlock;
+    return kQueryBlock * e + kKeyBlock * (e + ev) + kKeyBlock * kQueryBlock +
+           2 * kQueryBlock * ev + 4 * kQueryBlock;
   }
   void Carve(float* p, int64_t e, int64_t ev) {
     q = p;
     k = q + kQueryBlock * e;
     v = k + kKeyBlock * e;
     s = v + kKeyBlock * ev;
-    pv = s + kQueryBlock * kKeyBlock;
+    pv = s + kKeyBlock * kQueryBlock;
     acc = pv + kQueryBlock * ev;
     max = acc + kQueryBlock * ev;
     sum = max + kQueryBlock;
+    block_max = sum + kQueryBlock;
+    shift = block_max + kQueryBlock;
   }
 };
-
-// The largest of x[0, n), NaN ignored (it poisons the sum instead), and
-// their sum: in lanes, so that they vectorise without the compiler
-// reassociating on its own.
-inline float MaxOf(const float* x, int64_t n) {
-  Float8 lanes[2];
-  for (auto& l : lanes) l = Float8{} - std::numeric_limits<float>::infinity();
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
-    Float8 a, b;
-    std::memcpy(&a, x + j, sizeof a);
-    std::memcpy(&b, x + j + 8, sizeof b);
-    lanes[0] = a > lanes[0] ? a : lanes[0];
-    lanes[1] = b > lanes[1] ? b : lanes[1];
-  }
-  // A tree over the lanes, not a chain of 16 dependent steps.
-  Float8 v = lanes[0] > lanes[1] ? lanes[0] : lanes[1];
-  float m4[4], m = -std::numeric_limits<float>::infinity();
-  for (int l = 0; l < 4; ++l) m4[l] = v[l] > v[l + 4] ? v[l] : v[l + 4];
-  m4[0] = m4[0] > m4[2] ? m4[0] : m4[2];
-  m4[1] = m4[1] > m4[3] ? m4[1] : m4[3];
-  m = m4[0] > m4[1] ? m4[0] : m4[1];
-  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
-  return m;
-}
-inline float SumOf(const float* x, int64_t n) {
-  Float8 lanes[2] = {};
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
-    Float8 a, b;
-    std::memcpy(&a, x + j, sizeof a);
-    std::memcpy(&b, x + j + 8, sizeof b);
-    lanes[0] += a;
-    lanes[1] += b;
-  }
-  const Float8 v = lanes[0] + lanes[1];
-  float sum = ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
-  for (; j < n; ++j) sum += x[j];
-  return sum;
-}
 
 // `rows` rows of `cols` elements (strides row, step) into float32 at dst,
 // row stride cols.
@@ -291,21 +255,21 @@ inline void WidenRows(const T* p, int64_t row, int64_t step, int64_t rows,
   }
 }
 
-// `rows` rows of `cols` elements (strides row, step) into float32 at dst,
-// transposed: dst[c * kKeyBlock + r].
+// `rows` rows of `cols` elements into float32 at dst, transposed:
+// dst[c * kQueryBlock + r].
 template <typename T>
 inline void WidenTransposed(const T* p, int64_t row, int64_t step, int64_t rows,
                             int64_t cols, float* dst) {
   for (int64_t r = 0; r < rows; ++r) {
     const T* in = p + r * row;
     for (int64_t c = 0; c < cols; ++c) {
-      dst[c * kKeyBlock + r] = static_cast<float>(Load(in[c * step]));
+      dst[c * kQueryBlock + r] = static_cast<float>(Load(in[c * step]));
     }
   }
 }
 
 // c = a @ b on the in-place tiles (gemm_rows.h: these blocks have at most
-// kKeyBlock columns, or few rows), else on BLIS.
+// kQueryBlock columns, or few rows), else on BLIS.
 inline bool Product(const float* a, GemmOperand as, const float* b,
                     GemmOperand bs, float* c, GemmOperand cs, int64_t m,
                     int64_t k, int64_t n) {
@@ -314,15 +278,23 @@ inline bool Product(const float* a, GemmOperand as, const float* b,
 }
 
 // Rows [i0, i0 + qb) of one head; false, with some of its rows written, if
-// BLIS refused a block (every operand is a dense row-major block, so it
-// takes them all; the caller would then redo the head row by row).
+// neither GEMM took a block (BLIS refuses strides no dense matrix has, such
+// as a stride-0 key block on a CPU below AVX2; the caller then redoes the
+// head row by row).
+//
+// The scores are computed transposed, s^T = k @ q^T, so that every softmax
+// step is a loop over the queries of one key (contiguous, vectorised, no
+// reduction across lanes), q is transposed once per query block rather
+// than each key block, and float32 keys are read in place. p @ v reads p^T
+// through its strides.
 template <typename Isa, typename T>
 inline bool AttendBlock(const HeadArgs<T>& h, int64_t i0, int64_t qb,
                         BlockScratch& w) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  constexpr int64_t QB = kQueryBlock;
   const int64_t e = h.e, ev = h.ev;
-  WidenRows<Isa>(h.q + i0 * h.q_row, h.q_row, h.q_step, qb, e, w.q);
-  int64_t most = 0;
+  WidenTransposed(h.q + i0 * h.q_row, h.q_row, h.q_step, qb, e, w.q);
+  int64_t most = 0, fewest = h.S;
   for (int64_t i = 0; i < qb; ++i) {
     int64_t keys = h.S;
     if (h.causal != 0) {
@@ -331,53 +303,88 @@ inline bool AttendBlock(const HeadArgs<T>& h, int64_t i0, int64_t qb,
     }
     w.keys[i] = keys;
     most = keys > most ? keys : most;
+    fewest = keys < fewest ? keys : fewest;
     w.max[i] = kNegInf;
     w.sum[i] = 0;
   }
   std::memset(w.acc, 0, qb * ev * sizeof(float));
   for (int64_t j0 = 0; j0 < most; j0 += kKeyBlock) {
     const int64_t kb = most - j0 < kKeyBlock ? most - j0 : kKeyBlock;
-    WidenTransposed(h.k + j0 * h.k_row, h.k_row, h.k_step, kb, e, w.k);
-    if (!Product(w.q, {e, 1}, w.k, {kKeyBlock, 1}, w.s, {kKeyBlock, 1}, qb, e,
-                 kb)) {
+    const float* kblock = w.k;
+    GemmOperand ks{e, 1};
+    if constexpr (std::is_same_v<T, float>) {
+      kblock = h.k + j0 * h.k_row;
+      ks = {h.k_row, h.k_step};
+    } else {
+      WidenRows<Isa>(h.k + j0 * h.k_row, h.k_row, h.k_step, kb, e, w.k);
+    }
+    if (!Product(kblock, ks, w.q, {QB, 1}, w.s, {QB, 1}, kb, e, qb)) {
       return false;
     }
+    for (int64_t x = 0; x < kb * QB; ++x) w.s[x] *= h.scale;
+    if (h.keep != nullptr || h.mask != nullptr) {
+      for (int64_t j = 0; j < kb; ++j) {
+        float* s = w.s + j * QB;
+        const int64_t at = (i0 * h.mask_row) + (j0 + j) * h.mask_step;
+        if (h.keep != nullptr) {
+          for (int64_t i = 0; i < qb; ++i) {
+            if (h.keep[at + i * h.mask_row] == 0) s[i] = kNegInf;
+          }
+        } else {
+          for (int64_t i = 0; i < qb; ++i) {
+            s[i] += static_cast<float>(Load(h.mask[at + i * h.mask_row]));
+          }
+        }
+      }
+    }
+    if (j0 + kb > fewest) {  // keys past some query's causal limit
+      for (int64_t j = 0; j < kb; ++j) {
+        float* s = w.s + j * QB;
+        for (int64_t i = 0; i < qb; ++i) {
+          if (j0 + j >= w.keys[i]) s[i] = kNegInf;
+        }
+      }
+    }
+    // The block's max per query (NaN ignored: it poisons the sum instead),
+    // then the running max raised where it grew, rescaling what came before.
+    for (int64_t i = 0; i < qb; ++i) w.block_max[i] = kNegInf;
+    for (int64_t j = 0; j < kb; ++j) {
+      const float* s = w.s + j * QB;
+      for (int64_t i = 0; i < qb; ++i) {
+        w.block_max[i] = s[i] > w.block_max[i] ? s[i] : w.block_max[i];
+      }
+    }
     for (int64_t i = 0; i < qb; ++i) {
-      float* s = w.s + i * kKeyBlock;
-      const int64_t seen = w.keys[i] - j0 < kb ? w.keys[i] - j0 : kb;
-      const int64_t m_row = (i0 + i) * h.mask_row + j0 * h.mask_step;
-      for (int64_t j = 0; j < seen; ++j) s[j] *= h.scale;
-      if (h.keep != nullptr) {
-        const uint8_t* keep = h.keep + m_row;
-        for (int64_t j = 0; j < seen; ++j) {
-          if (keep[j * h.mask_step] == 0) s[j] = kNegInf;
-        }
-      } else if (h.mask != nullptr) {
-        const T* mask = h.mask + m_row;
-        for (int64_t j = 0; j < seen; ++j) {
-          s[j] += static_cast<float>(Load(mask[j * h.mask_step]));
-        }
-      }
-      for (int64_t j = seen > 0 ? seen : 0; j < kb; ++j) s[j] = kNegInf;
-      const float block_max = MaxOf(s, kb);
-      if (block_max == kNegInf) {  // every key of the block masked
-        std::memset(s, 0, kb * sizeof(float));
-        continue;
-      }
-      float* acc = w.acc + i * ev;
-      if (block_max > w.max[i]) {
-        const float correction = ExpF(w.max[i] - block_max);  // 0 at first
+      if (w.block_max[i] > w.max[i]) {
+        const float correction = ExpF(w.max[i] - w.block_max[i]);  // 0 first
+        float* acc = w.acc + i * ev;
         for (int64_t c = 0; c < ev; ++c) acc[c] *= correction;
         w.sum[i] *= correction;
-        w.max[i] = block_max;
+        w.max[i] = w.block_max[i];
       }
-      const float max = w.max[i];
-      for (int64_t j = 0; j < kb; ++j) s[j] = ExpF(s[j] - max);
-      w.sum[i] += SumOf(s, kb);
+      // A query with no key kept so far subtracts 0: exp(-inf) is 0 then,
+      // where -inf - -inf would be NaN.
+      w.shift[i] = w.max[i] == kNegInf ? 0.0f : w.max[i];
     }
-    WidenRows<Isa>(h.v + j0 * h.v_row, h.v_row, h.v_step, kb, ev, w.v);
-    if (!Product(w.s, {kKeyBlock, 1}, w.v, {ev, 1}, w.pv, {ev, 1}, qb, kb,
-                 ev)) {
+    for (int64_t j = 0; j < kb; ++j) {
+      float* s = w.s + j * QB;
+      for (int64_t i = 0; i < qb; ++i) s[i] = ExpF(s[i] - w.shift[i]);
+      for (int64_t i = 0; i < qb; ++i) w.sum[i] += s[i];
+    }
+    const float* vblock = w.v;
+    GemmOperand vs{ev, 1};
+    bool v_in_place = false;
+    if constexpr (std::is_same_v<T, float>) {
+      if (h.v_step == 1) {  // the tiles read b's rows in place
+        vblock = h.v + j0 * h.v_row;
+        vs = {h.v_row, 1};
+        v_in_place = true;
+      }
+    }
+    if (!v_in_place) {
+      WidenRows<Isa>(h.v + j0 * h.v_row, h.v_row, h.v_step, kb, ev, w.v);
+    }
+    if (!Product(w.s, {1, QB}, vblock, vs, w.pv, {ev, 1}, qb, kb, ev)) {
       return false;
     }
     for (int64_t x = 0; x < qb * ev; ++x) w.acc[x] += w.pv[x];
