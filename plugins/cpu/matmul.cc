@@ -469,6 +469,104 @@ bool Dots(const T* a, Strided2d as, const T* b, int64_t b_col, T* out,
   return true;
 }
 
+// ---- float16 and bfloat16 on the float32 tiles --------------------------
+//
+// A narrow b (n <= kGemmRowsNarrowN) under kWidenedMinRows rows of a or
+// more: b is widened into float32 once, a kGemmRowsMax rows at a time, and
+// each block goes through GemmRows (gemm_rows.h) and is narrowed back,
+// where the panels below convert and pack as they go. Measured from Python,
+// one thread, time over torch's, panels -> this, float16 / bfloat16:
+// [4096, 4096] @ [4096, 16] 1.25 -> 0.95 / 4.76 -> 3.29 (torch's bfloat16
+// runs on AMX here), [1000, 77] @ [77, 128] 2.77 -> 1.12 / 6.2 -> 2.01,
+// [64, 300] @ [300, 33] 0.94 -> 0.50 / 1.42 -> 0.79; with 17 rows the copy
+// of b does not pay ([17, 4096] @ [4096, 16] 0.52 -> 0.67 in float16).
+// Above kWideBFloats of b the copy would be more memory than the call is
+// worth, and the panels keep it.
+constexpr int64_t kWidenedMinRows = 64;
+constexpr int64_t kWideBFloats = int64_t{1} << 20;  // 4 MiB
+
+template <typename Isa, typename T>
+inline void WidenStrided(const T* p, Strided2d s, int64_t rows, int64_t cols,
+                         float* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* in = p + r * s.rows;
+    float* o = dst + r * cols;
+    if (s.cols == 1) {
+      WidenBlock<Isa>(in, o, cols);
+    } else {
+      for (int64_t c = 0; c < cols; ++c) {
+        o[c] = static_cast<float>(Load(in[c * s.cols]));
+      }
+    }
+  }
+}
+
+template <typename Isa, typename T>
+inline void WidenedRows(const T* a, Strided2d as, const T* b, Strided2d bs,
+                        T* out, Strided2d os, int64_t m, int64_t k, int64_t n,
+                        float* wide_b, float* wide_a, float* wide_c) {
+  WidenStrided<Isa>(b, bs, k, n, wide_b);
+  for (int64_t i0 = 0; i0 < m; i0 += kGemmRowsMax) {
+    const int64_t rows = m - i0 < kGemmRowsMax ? m - i0 : kGemmRowsMax;
+    WidenStrided<Isa>(a + i0 * as.rows, as, rows, k, wide_a);
+    GemmRows(wide_a, {k, 1}, wide_b, {n, 1}, wide_c, {n, 1}, rows, k, n);
+    for (int64_t r = 0; r < rows; ++r) {
+      T* o = out + (i0 + r) * os.rows;
+      if (os.cols == 1) {
+        NarrowBlock<Isa>(wide_c + r * n, o, n);
+      } else {
+        for (int64_t c = 0; c < n; ++c) {
+          o[c * os.cols] =
+              Store<T>(static_cast<ComputeOf<T>>(wide_c[r * n + c]));
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+TF_CPU_AVX2 TF_CPU_FLATTEN void WidenedRowsAvx2(const T* a, Strided2d as,
+                                                const T* b, Strided2d bs,
+                                                T* out, Strided2d os, int64_t m,
+                                                int64_t k, int64_t n,
+                                                float* wide_b, float* wide_a,
+                                                float* wide_c) {
+  WidenedRows<Avx2Isa>(a, as, b, bs, out, os, m, k, n, wide_b, wide_a, wide_c);
+}
+template <typename T>
+TF_CPU_AVX512 TF_CPU_FLATTEN void WidenedRowsAvx512(
+    const T* a, Strided2d as, const T* b, Strided2d bs, T* out, Strided2d os,
+    int64_t m, int64_t k, int64_t n, float* wide_b, float* wide_a,
+    float* wide_c) {
+  WidenedRows<Avx512Isa>(a, as, b, bs, out, os, m, k, n, wide_b, wide_a,
+                         wide_c);
+}
+
+// WidenedRows where it applies (kWidenedMinRows rows or more, a narrow b of
+// at most kWideBFloats, AVX2 or above: what GemmRows takes; its buffers
+// allocated); false, having done nothing, elsewhere.
+template <typename T>
+bool Widened(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
+             Strided2d os, int64_t m, int64_t k, int64_t n) {
+  if (m < kWidenedMinRows || n > kGemmRowsNarrowN || k * n > kWideBFloats ||
+      ActiveTier() == Tier::kBaseline) {
+    return false;
+  }
+  std::unique_ptr<float[]> wide(
+      new (std::nothrow) float[k * n + kGemmRowsMax * (k + n)]);
+  if (!wide) return false;  // out of memory only costs the speed
+  float* wide_b = wide.get();
+  float* wide_a = wide_b + k * n;
+  float* wide_c = wide_a + kGemmRowsMax * k;
+  if (ActiveTier() == Tier::kAvx512) {
+    WidenedRowsAvx512<T>(a, as, b, bs, out, os, m, k, n, wide_b, wide_a,
+                         wide_c);
+  } else {
+    WidenedRowsAvx2<T>(a, as, b, bs, out, os, m, k, n, wide_b, wide_a, wide_c);
+  }
+  return true;
+}
+
 struct Matmul {
   static constexpr const char* kName = "matmul";
   template <typename T>
@@ -573,6 +671,10 @@ struct Matmul {
           const Strided2d bs{b.strides[1], b.strides[2]};
           const Strided2d os{out.strides[1], out.strides[2]};
           if constexpr (kBlocked<T>) {
+            if (Widened<T>(a_data + i * a_batch, as, b_data + i * b_batch, bs,
+                           out_data + i * out.strides[0], os, m, k, n)) {
+              continue;
+            }
             if (b.strides[1] == 1 && m <= kDotRows &&
                 Dots<T>(a_data + i * a_batch, as, b_data + i * b_batch,
                         b.strides[2], out_data + i * out.strides[0], os, m, k,

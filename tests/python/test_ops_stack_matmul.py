@@ -171,6 +171,43 @@ def test_matmul_strided_operands(path, dtype, case):
     assert_matches(out, expected, reduce=True)
 
 
+# 64 rows or more against a narrow b (at most 128 columns): the CPU plugin
+# widens float16 and bfloat16 b once and a block by block onto its float32
+# tiles. Row counts off the block, every operand strided, and a b past the
+# widening budget (k * n > 2**20), which keeps the panels.
+NARROW_B = {
+    "rows_70": (lambda dt: make((70, 50), dt), lambda dt: make((50, 16), dt), None),
+    "n_128": (lambda dt: make((64, 9), dt), lambda dt: make((9, 128), dt), None),
+    "a_transposed_b_column_major": (
+        lambda dt: make((33, 70), dt).t(),
+        lambda dt: make((7, 33), dt).t(),
+        None,
+    ),
+    "stepped_and_offset": (
+        lambda dt: make((70, 40), dt)[3:, ::2],
+        lambda dt: make((22, 30), dt)[2:, ::3],
+        lambda dt: torch.empty((10, 67), dtype=dt).t(),
+    ),
+    "batch_broadcast_b": (lambda dt: make((3, 65, 24), dt), lambda dt: make((24, 5), dt), None),
+    # Scaled so that float32's rounding over 8200 terms stays inside its
+    # tolerance.
+    "past_the_budget": (lambda dt: make((64, 8200), dt) / 90, lambda dt: make((8200, 128), dt), None),
+}
+
+
+@pytest.mark.parametrize("case", list(NARROW_B))
+@pytest.mark.parametrize("dtype", dtypes("matmul"))
+def test_matmul_many_rows_narrow_b(path, dtype, case):
+    make_a, make_b, make_out = NARROW_B[case]
+    a, b = make_a(dtype), make_b(dtype)
+    kwargs = {"out": make_out(dtype)} if make_out else {}
+    with conversions(path, 3):
+        out = ops.matmul(a, b, **kwargs)
+    if kwargs:
+        assert out is kwargs["out"]
+    assert_matches(out, matmul_ref(a, b), reduce=True)
+
+
 @pytest.mark.parametrize("dtype", dtypes("matmul"))
 def test_matmul_into_strided_out(path, dtype):
     a, b = make((2, 3, 4), dtype), make((4, 5), dtype)
