@@ -232,29 +232,6 @@ struct BlockScratch {
   }
 };
 
-// `rows` rows of `cols` elements (strides row, step) into float32 at dst,
-// row stride cols.
-template <typename Isa, typename T>
-inline void WidenRows(const T* p, int64_t row, int64_t step, int64_t rows,
-                      int64_t cols, float* dst) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* in = p + r * row;
-    float* o = dst + r * cols;
-    if (step == 1) {
-      if constexpr (std::is_same_v<T, float>) {
-        std::memcpy(o, in, cols * sizeof(float));
-        continue;
-      } else if constexpr (kBlocked<T>) {
-        WidenBlock<Isa>(in, o, cols);
-        continue;
-      }
-    }
-    for (int64_t c = 0; c < cols; ++c) {
-      o[c] = static_cast<float>(Load(in[c * step]));
-    }
-  }
-}
-
 // `rows` rows of `cols` elements into float32 at dst, transposed:
 // dst[c * kQueryBlock + r].
 template <typename T>
@@ -539,35 +516,38 @@ struct Attention {
         r.e = E;
         r.ev = Ev;
         r.scale = scale;
-        if (block_memory) {
-          HeadArgs<T> hd;
-          hd.q = qd + off_q + h * q.strides[n - 3];
-          hd.q_row = q.strides[n - 2];
-          hd.q_step = r.q_step;
-          hd.k = r.k;
-          hd.k_row = r.k_row;
-          hd.k_step = r.k_step;
-          hd.v = r.v;
-          hd.v_row = r.v_row;
-          hd.v_step = r.v_step;
-          const int64_t m_head =
-              mask != nullptr ? off_m + h * mask->strides[n - 3] : 0;
-          hd.mask = md != nullptr ? md + m_head : nullptr;
-          hd.keep = keep != nullptr ? keep + m_head : nullptr;
-          hd.mask_row = mask != nullptr ? mask->strides[n - 2] : 0;
-          hd.mask_step = r.mask_step;
-          hd.out = od + off_o + h * out.strides[n - 3];
-          hd.out_row = out.strides[n - 2];
-          hd.out_step = r.out_step;
-          hd.L = L;
-          hd.S = S;
-          hd.e = E;
-          hd.ev = Ev;
-          hd.causal = causal;
-          hd.scale = static_cast<float>(scale);
-          bool done = false;
-          TF_CPU_DISPATCH(AttendHead, hd, blocks, &done);
-          if (done) continue;
+        // The blocks exist for the float32-accumulating types only.
+        if constexpr (std::is_same_v<A, float>) {
+          if (block_memory) {
+            HeadArgs<T> hd;
+            hd.q = qd + off_q + h * q.strides[n - 3];
+            hd.q_row = q.strides[n - 2];
+            hd.q_step = r.q_step;
+            hd.k = r.k;
+            hd.k_row = r.k_row;
+            hd.k_step = r.k_step;
+            hd.v = r.v;
+            hd.v_row = r.v_row;
+            hd.v_step = r.v_step;
+            const int64_t m_head =
+                mask != nullptr ? off_m + h * mask->strides[n - 3] : 0;
+            hd.mask = md != nullptr ? md + m_head : nullptr;
+            hd.keep = keep != nullptr ? keep + m_head : nullptr;
+            hd.mask_row = mask != nullptr ? mask->strides[n - 2] : 0;
+            hd.mask_step = r.mask_step;
+            hd.out = od + off_o + h * out.strides[n - 3];
+            hd.out_row = out.strides[n - 2];
+            hd.out_step = r.out_step;
+            hd.L = L;
+            hd.S = S;
+            hd.e = E;
+            hd.ev = Ev;
+            hd.causal = causal;
+            hd.scale = static_cast<float>(scale);
+            bool done = false;
+            TF_CPU_DISPATCH(AttendHead, hd, blocks, &done);
+            if (done) continue;
+          }
         }
         for (int64_t i = 0; i < L; ++i) {
           r.q = Offset(qd, off_q + h * q.strides[n - 3] + i * q.strides[n - 2]);

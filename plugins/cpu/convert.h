@@ -262,6 +262,25 @@ inline void WidenBlock(const T* __restrict in, float* __restrict out,
   }
 }
 
+// out[r * cols + c] = float32 of in[r * row + c * step] for r < rows and
+// c < cols: a strided block widened into a row-major one (the unit-stride
+// rows by WidenBlock).
+template <typename Isa, typename T>
+inline void WidenRows(const T* in, int64_t row, int64_t step, int64_t rows,
+                      int64_t cols, float* __restrict out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* p = in + r * row;
+    float* o = out + r * cols;
+    if (step == 1) {
+      WidenBlock<Isa>(p, o, cols);
+    } else {
+      for (int64_t c = 0; c < cols; ++c) {
+        o[c] = static_cast<float>(Load(p[c * step]));
+      }
+    }
+  }
+}
+
 // out[0, n) = in[0, n) rounded to T.
 template <typename Isa, typename T>
 inline void NarrowBlock(const float* __restrict in, T* __restrict out,

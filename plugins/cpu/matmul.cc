@@ -486,29 +486,13 @@ constexpr int64_t kWidenedMinRows = 64;
 constexpr int64_t kWideBFloats = int64_t{1} << 20;  // 4 MiB
 
 template <typename Isa, typename T>
-inline void WidenStrided(const T* p, Strided2d s, int64_t rows, int64_t cols,
-                         float* dst) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* in = p + r * s.rows;
-    float* o = dst + r * cols;
-    if (s.cols == 1) {
-      WidenBlock<Isa>(in, o, cols);
-    } else {
-      for (int64_t c = 0; c < cols; ++c) {
-        o[c] = static_cast<float>(Load(in[c * s.cols]));
-      }
-    }
-  }
-}
-
-template <typename Isa, typename T>
 inline void WidenedRows(const T* a, Strided2d as, const T* b, Strided2d bs,
                         T* out, Strided2d os, int64_t m, int64_t k, int64_t n,
                         float* wide_b, float* wide_a, float* wide_c) {
-  WidenStrided<Isa>(b, bs, k, n, wide_b);
+  WidenRows<Isa>(b, bs.rows, bs.cols, k, n, wide_b);
   for (int64_t i0 = 0; i0 < m; i0 += kGemmRowsMax) {
     const int64_t rows = m - i0 < kGemmRowsMax ? m - i0 : kGemmRowsMax;
-    WidenStrided<Isa>(a + i0 * as.rows, as, rows, k, wide_a);
+    WidenRows<Isa>(a + i0 * as.rows, as.rows, as.cols, rows, k, wide_a);
     GemmRows(wide_a, {k, 1}, wide_b, {n, 1}, wide_c, {n, 1}, rows, k, n);
     for (int64_t r = 0; r < rows; ++r) {
       T* o = out + (i0 + r) * os.rows;
