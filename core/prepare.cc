@@ -166,7 +166,7 @@ bool TakeOut(const char* op, const ParsedArgs& args, CallFrame& frame,
 void SetTensorInputs(CallFrame& f, std::initializer_list<TensorRef*> inputs,
                      int64_t work) {
   int i = 0;
-  for (TensorRef* r : inputs) f.inputs[i++] = TensorArg(r);
+  for (TensorRef* r : inputs) SetTensorArg(&f.inputs[i++], r);
   f.num_inputs = i;
   f.dispatch_ref = *inputs.begin();
   f.work = work;
@@ -348,9 +348,9 @@ bool PrepareClamp(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
         !CheckNoOverlap(op, names[i], *r, *f.out_ref(), true)) {
       return false;
     }
-    f.inputs[1 + i] = TensorArg(r);
+    SetTensorArg(&f.inputs[1 + i], r);
   }
-  f.inputs[0] = TensorArg(x);
+  SetTensorArg(&f.inputs[0], x);
   f.num_inputs = 3;
   f.dispatch_ref = x;
   f.work = f.out_ref()->numel * 2;
@@ -812,7 +812,7 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
     if (first == nullptr) first = r;
     names[num_tensors] = name;
     tensors[num_tensors++] = r;
-    f.inputs[f.num_inputs++] = TensorArg(r);
+    SetTensorArg(&f.inputs[f.num_inputs++], r);
   }
   for (int i = 0; i < fn.signature.num_params; ++i) {
     const SchemaArg& a = *fn.params[i];
@@ -972,7 +972,7 @@ bool PrepareNoop(PyObject* const* args, Py_ssize_t nargs, CallFrame& f) {
         return false;
       }
       if (i == 0) f.dispatch_ref = r;
-      f.inputs[i] = TensorArg(r);
+      SetTensorArg(&f.inputs[i], r);
     }
     f.num_inputs = static_cast<int>(nargs);
     return true;

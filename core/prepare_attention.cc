@@ -294,9 +294,9 @@ bool PrepareAttention(const OpFunction& fn, const ParsedArgs& args,
       !OutputAtRank(op, f, ndim)) {
     return false;
   }
-  f.inputs[0] = TensorArg(q);
-  f.inputs[1] = TensorArg(k);
-  f.inputs[2] = TensorArg(v);
+  SetTensorArg(&f.inputs[0], q);
+  SetTensorArg(&f.inputs[1], k);
+  SetTensorArg(&f.inputs[2], v);
   f.inputs[3] = mask != nullptr ? TensorArg(mask) : NoneArg();
   f.num_inputs = 4;
   f.dispatch_ref = q;

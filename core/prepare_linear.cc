@@ -179,8 +179,8 @@ bool PrepareLinear(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   }
   Rows wr{xr.batch, 0, k, w_row};
   if (!As3d(f, &w->view, wr, n, w_col)) return false;
-  f.inputs[0] = TensorArg(x);
-  f.inputs[1] = TensorArg(w);
+  SetTensorArg(&f.inputs[0], x);
+  SetTensorArg(&f.inputs[1], w);
   f.inputs[2] = bias != nullptr ? TensorArg(bias) : NoneArg();
   f.num_inputs = 3;
   f.dispatch_ref = x;

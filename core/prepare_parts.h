@@ -15,10 +15,19 @@
 
 namespace torchferry {
 
+// Field by field, not a zeroed temporary copied whole: GCC builds that on
+// the stack with stores of one width and copies it with loads of another,
+// which the CPU cannot forward (two stalls per tensor argument).
+inline void SetTensorArg(tf_arg* a, const TensorRef* ref) {
+  a->kind = TF_ARG_TENSOR;
+  a->reserved = 0;
+  a->value.list.items = nullptr;
+  a->value.list.count = 0;
+  a->value.tensor = &ref->view;
+}
 inline tf_arg TensorArg(const TensorRef* ref) {
-  tf_arg a{};
-  a.kind = TF_ARG_TENSOR;
-  a.value.tensor = &ref->view;
+  tf_arg a;
+  SetTensorArg(&a, ref);
   return a;
 }
 inline tf_arg IntArg(int64_t value) {
