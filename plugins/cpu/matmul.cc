@@ -337,17 +337,19 @@ inline void WidenLanes(const T* in, V* out) {
 // out[i, j] for RT rows of a (float32, row r at rows[r]) and the columns
 // col[0, kDotColumns) of b; only the first `rn` rows and `jn` columns are
 // stored (the others repeat a real row or column). With `ahead` > 0 each
-// line of b read is prefetched `ahead` elements further on (into L2), the
-// same line of the next tile's columns. A decoder reads each of its
-// weights (a few hundred KB, together larger than L2) once a step, and the
-// hardware prefetchers alone left those loads waiting.
-// Measured in one process, interleaved, float32, one row: the llama
-// example's decode step 3.36 -> 2.86 ms (0.54 -> 0.45 of the same code on
-// torch ops), linears cycling through 32 MB of weights 0.79-0.92 of
-// the time without; a weight that stays in L2 pays for the extra loads
-// ([1, 256] @ [256, 256] 8.3 -> 10.2 us, [1, 1024] @ [1024, 1024] +4%), and
-// one or two tiles ahead measured alike, eight a little worse. Only the
-// first tile of rows prefetches: the others find the columns in cache.
+// line of b read is prefetched `ahead` elements further on, the same line
+// of the next tile's columns. A decoder reads each of its weights (a few
+// hundred KB, together larger than L2) once a step, and the hardware
+// prefetchers alone left those loads waiting. Measured in one process,
+// interleaved rounds, float32, one row, against no prefetch: the llama
+// example's decode step 0.56 of the same code on torch ops -> 0.47 into L2
+// (prefetcht1), 0.44 into L1 (prefetcht0); one-row linears cycling through
+// 32 MB of weights, [1, 256] @ [1376, 256].t() 0.81 / 0.75 of the time,
+// [1, 688] @ [256, 688].t() 0.91 / 0.86. A weight that stays in L2 pays
+// for the extra loads, less so into L1: [1, 256] @ [256, 256].t() 1.25 /
+// 1.05, [1, 1024] @ [1024, 1024].t() 1.06 / 0.99. Two or four tiles ahead
+// measured alike on the decode step and worse on those. Only the first tile
+// of rows prefetches: the others find the columns in cache.
 template <typename Isa, typename V, int RT, typename T>
 inline void DotTile(const float* const* rows, int64_t rn, int64_t k,
                     const T* const* col, int64_t jn, T* out, Strided2d os,
@@ -358,7 +360,7 @@ inline void DotTile(const float* const* rows, int64_t rn, int64_t k,
   for (; p + kLanes <= k; p += kLanes) {
     V bv[kDotColumns];
     for (int64_t c = 0; c < kDotColumns; ++c) {
-      if (ahead) __builtin_prefetch(col[c] + p + ahead, 0, 2);
+      if (ahead) __builtin_prefetch(col[c] + p + ahead, 0, 3);
       WidenLanes<Isa>(col[c] + p, &bv[c]);
     }
     for (int r = 0; r < RT; ++r) {
