@@ -171,18 +171,23 @@ inline void WidenMax16(const T* x, float* line, int64_t n, Float8* lanes) {
 // MaxLanes for the AVX-512 tier: two sixteen-lane maxima over whole pairs
 // of vectors, folded into `lanes`, then MaxLanes for the rest.
 inline void MaxLanes16(const float* p, int64_t n, Float8* lanes) {
-  F32x16 m0, m1;
-  std::memcpy(&m0, lanes, sizeof m0);  // lanes[0] and lanes[1]
-  m1 = m0;
+  // Four chains of maxima, so that the loop runs at the loads' pace rather
+  // than at vmaxps's latency: softmax float32 [8, 4096] 0.55-0.60 -> 0.51-0.52
+  // of torch's time with four chains against two (alternating processes).
+  F32x16 m[4];
+  std::memcpy(&m[0], lanes, sizeof m[0]);  // lanes[0] and lanes[1]
+  m[1] = m[2] = m[3] = m[0];
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    F32x16 v0, v1;
-    std::memcpy(&v0, p + i, sizeof v0);
-    std::memcpy(&v1, p + i + 16, sizeof v1);
-    m0 = v0 > m0 ? v0 : m0;
-    m1 = v1 > m1 ? v1 : m1;
+  for (; i + 64 <= n; i += 64) {
+    for (int u = 0; u < 4; ++u) {
+      F32x16 v;
+      std::memcpy(&v, p + i + 16 * u, sizeof v);
+      m[u] = v > m[u] ? v : m[u];
+    }
   }
-  m0 = m1 > m0 ? m1 : m0;
+  m[0] = m[1] > m[0] ? m[1] : m[0];
+  m[2] = m[3] > m[2] ? m[3] : m[2];
+  F32x16 m0 = m[2] > m[0] ? m[2] : m[0];
   std::memcpy(lanes, &m0, sizeof m0);
   MaxLanes(p + i, n - i, lanes);
 }
