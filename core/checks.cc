@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/bridge.h"
+#include "core/impl_words.h"
 #include "core/py_errors.h"
 
 namespace torchferry {
@@ -136,6 +138,48 @@ PyObject* g_requires_grad_descr = nullptr;  // TensorBase.requires_grad
 getter g_requires_grad_get = nullptr;
 void* g_requires_grad_closure = nullptr;
 
+// The byte offset of TensorImpl::autograd_meta_, the field after storage_ in
+// every torch 2.x, or -1 where start-up could not confirm it. A tensor with
+// no autograd metadata cannot require grad (TensorImpl::requires_grad() is
+// autograd_meta_ && autograd_meta_->requires_grad()), which settles the
+// check for most tensors without the Python getter: its error-handling and
+// torch-function guards cost ~20 ns a tensor of thread-local lookups.
+Py_ssize_t g_autograd_meta_at = -1;
+
+// Confirms the offset on tensors made for it: null for two that never
+// touched autograd, two different non-null pointers for two that require
+// grad.
+void ProbeAutogradMeta(PyObject* torch_module) {
+  const StorageProbe& storage = Bridge::Get().storage_probe();
+  if (!storage.calibrated()) return;
+  const Py_ssize_t at = storage.storage_at() + Py_ssize_t{sizeof(void*)};
+  PyObject* t[4] = {
+      PyObject_CallMethod(torch_module, "empty", "(i)", 4),
+      PyObject_CallMethod(torch_module, "ones", "(i)", 3),
+      PyObject_CallMethod(torch_module, "empty", "(i)", 4),
+      PyObject_CallMethod(torch_module, "zeros", "(i)", 2),
+  };
+  bool ok = true;
+  for (int i = 2; i < 4 && ok; ++i) {
+    PyObject* r =
+        t[i] ? PyObject_CallMethod(t[i], "requires_grad_", nullptr) : nullptr;
+    ok = r != nullptr;
+    Py_XDECREF(r);
+  }
+  const void* meta[4] = {};
+  for (int i = 0; i < 4 && ok; ++i) {
+    const char* impl = t[i] ? TensorImplOf(t[i]) : nullptr;
+    ok = impl != nullptr;
+    if (ok) meta[i] = WordAt<const void*>(impl, at);
+  }
+  if (ok && meta[0] == nullptr && meta[1] == nullptr && meta[2] != nullptr &&
+      meta[3] != nullptr && meta[2] != meta[3]) {
+    g_autograd_meta_at = at;
+  }
+  for (PyObject* o : t) Py_XDECREF(o);
+  PyErr_Clear();
+}
+
 }  // namespace
 
 std::string ShapeText(int ndim, const int64_t* shape) {
@@ -261,11 +305,16 @@ bool InitGradCheck(PyObject* torch_module) {
   auto* gs = reinterpret_cast<PyGetSetDescrObject*>(descr)->d_getset;
   g_requires_grad_get = gs->get;
   g_requires_grad_closure = gs->closure;
+  ProbeAutogradMeta(torch_module);
   return true;
 }
 
 bool CheckNoGrad(const char* op, const TensorRef& ref, bool out_given) {
   if (ref.view.source_kind != TF_SOURCE_ATEN) return true;  // not torch's
+  if (g_autograd_meta_at >= 0) {
+    const char* impl = *reinterpret_cast<const char* const*>(ref.handle());
+    if (WordAt<const void*>(impl, g_autograd_meta_at) == nullptr) return true;
+  }
   PyObject* value = g_requires_grad_get(ref.object, g_requires_grad_closure);
   if (value == nullptr) return false;
   bool requires = value == Py_True;

@@ -44,6 +44,8 @@ class StorageProbe {
   }
 
   bool calibrated() const { return ok_; }
+  // The byte offset of a TensorImpl's StorageImpl*, once calibrated.
+  Py_ssize_t storage_at() const { return storage_at_; }
   const std::string& detail() const { return detail_; }
 
  private:

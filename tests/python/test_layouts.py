@@ -185,6 +185,32 @@ def test_detached_views_of_grad_tensors(path):
         assert_matches(ops.exp(x), torch.exp(plain(x)))
 
 
+def test_grad_check_reads_each_tensors_autograd_state():
+    # The check skips tensors with no autograd metadata without asking
+    # Python; every tensor that has some is still asked.
+    x = make((4,))
+    leaf = make((4,)).requires_grad_()
+    cases = {
+        "leaf": leaf,
+        "view of a leaf": leaf[1:],
+        "result of a grad op": leaf * 2,
+        "parameter": torch.nn.Parameter(make((4,))),
+    }
+    for name, t in cases.items():
+        with pytest.raises(RuntimeError, match="automatic differentiation"):
+            ops.abs(t)
+        with pytest.raises(RuntimeError, match="automatic differentiation"):
+            ops.add(make(t.shape), t)
+    with pytest.raises(RuntimeError, match=r"out=\.\.\. arguments don't"):
+        ops.abs(x, out=torch.empty(4).requires_grad_())
+    # Metadata, but no grad: taken, as torch takes it.
+    cleared = make((4,)).requires_grad_().requires_grad_(False)
+    assert_matches(ops.abs(cleared), torch.abs(cleared))
+    assert_matches(ops.abs(leaf.detach()), torch.abs(leaf.detach()))
+    with torch.no_grad():
+        assert_matches(ops.abs(leaf), torch.abs(leaf.detach()))
+
+
 def test_views_of_views_of_views(path):
     base = make((6, 8, 10))
     x = base[1:5].transpose(0, 2)[2:9:3].unsqueeze(1).squeeze(1)[..., 1:].permute(1, 2, 0)
