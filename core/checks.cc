@@ -309,6 +309,17 @@ bool InitGradCheck(PyObject* torch_module) {
   return true;
 }
 
+std::string GradCheckDetail() {
+  if (g_autograd_meta_at < 0) {
+    return "requires_grad read through its getter for every tensor "
+           "(TensorImpl::autograd_meta_ not found)";
+  }
+  return fmt::format(
+      "autograd_meta_ at byte {}; the requires_grad getter only for "
+      "tensors that have autograd metadata",
+      g_autograd_meta_at);
+}
+
 bool CheckNoGrad(const char* op, const TensorRef& ref, bool out_given) {
   if (ref.view.source_kind != TF_SOURCE_ATEN) return true;  // not torch's
   if (g_autograd_meta_at >= 0) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/bridge.h"
 #include "core/call_frame.h"
@@ -31,6 +32,8 @@ bool CheckNoOverlap(const char* op, const char* what, const TensorRef& input,
 // on; so do we, rather than silently detaching.
 bool CheckNoGrad(const char* op, const TensorRef& ref, bool out_given);
 bool InitGradCheck(PyObject* torch_module);
+// How the check reads requires_grad, for `info`.
+std::string GradCheckDetail();
 
 // torch's broadcasting: the shape of x op y, or false with a ValueError.
 bool BroadcastShapes(const char* op, const TensorRef& x, const TensorRef& y,

@@ -346,3 +346,4 @@ def test_version_counter_and_storage_fields_are_calibrated():
     info = bridge.info()
     assert "version counter at byte" in info["version_counter"], info["version_counter"]
     assert "StorageImpl* at byte" in info["storage_check"], info["storage_check"]
+    assert "autograd_meta_ at byte" in info["grad_check"], info["grad_check"]
