@@ -168,8 +168,8 @@ inline void WidenMax16(const T* x, float* line, int64_t n, Float8* lanes) {
   MaxLanes(line + i, n - i, lanes);
 }
 
-// MaxLanes for the AVX-512 tier: two sixteen-lane maxima over whole pairs
-// of vectors, folded into `lanes`, then MaxLanes for the rest.
+// MaxLanes for the AVX-512 tier: four sixteen-lane maxima over whole groups
+// of four vectors, folded into `lanes`, then MaxLanes for the rest.
 inline void MaxLanes16(const float* p, int64_t n, Float8* lanes) {
   // Four chains of maxima, so that the loop runs at the loads' pace rather
   // than at vmaxps's latency: softmax float32 [8, 4096] 0.55-0.60 -> 0.51-0.52
