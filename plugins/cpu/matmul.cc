@@ -319,6 +319,47 @@ inline float SumLanes(const V& v) {
   }
 }
 
+// The sums of acc[r][c]'s sixteen lanes for a 4 x 4 tile, all sixteen at
+// once, into lane 4r + c of *sums: each level halves the lanes of every sum
+// and packs two sums' halves into one vector, 30 shuffles and 15 adds where
+// sixteen SumLanes take 64 and 64. Measured from Python, one thread, float32
+// [m, 256] @ W.t() [256, 256]: m = 8 24.9 -> 15.6 us (torch 20.9 / 17.6 in
+// the same runs), m = 16 44.3 -> 29.3.
+inline void SumLanes4x4(const F32x16 (&acc)[4][4], F32x16* sums) {
+  // w[j]: lanes 0-7 halve the sum of acc[2 (j % 2)][j / 2], 8-15 of the row
+  // below it.
+  F32x16 w[8];
+  for (int j = 0; j < 8; ++j) {
+    const F32x16& a = acc[2 * (j % 2)][j / 2];
+    const F32x16& b = acc[2 * (j % 2) + 1][j / 2];
+    w[j] = __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19,
+                                   20, 21, 22, 23) +
+           __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25,
+                                   26, 27, 28, 29, 30, 31);
+  }
+  // x[c]: four lanes of acc[r][c] in lanes 4r to 4r + 3.
+  F32x16 x[4];
+  for (int c = 0; c < 4; ++c) {
+    x[c] = __builtin_shufflevector(w[2 * c], w[2 * c + 1], 0, 1, 2, 3, 8, 9, 10,
+                                   11, 16, 17, 18, 19, 24, 25, 26, 27) +
+           __builtin_shufflevector(w[2 * c], w[2 * c + 1], 4, 5, 6, 7, 12, 13,
+                                   14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  }
+  // y[h]: lanes 4r, 4r + 1 halve the sum of acc[r][2h], 4r + 2 and 4r + 3
+  // of acc[r][2h + 1].
+  F32x16 y[2];
+  for (int h = 0; h < 2; ++h) {
+    y[h] = __builtin_shufflevector(x[2 * h], x[2 * h + 1], 0, 2, 16, 18, 4, 6,
+                                   20, 22, 8, 10, 24, 26, 12, 14, 28, 30) +
+           __builtin_shufflevector(x[2 * h], x[2 * h + 1], 1, 3, 17, 19, 5, 7,
+                                   21, 23, 9, 11, 25, 27, 13, 15, 29, 31);
+  }
+  *sums = __builtin_shufflevector(y[0], y[1], 0, 2, 16, 18, 4, 6, 20, 22, 8, 10,
+                                  24, 26, 12, 14, 28, 30) +
+          __builtin_shufflevector(y[0], y[1], 1, 3, 17, 19, 5, 7, 21, 23, 9, 11,
+                                  25, 27, 13, 15, 29, 31);
+}
+
 template <typename Isa, typename V, typename T>
 inline void WidenLanes(const T* in, V* out) {
   if constexpr (std::is_same_v<T, float>) {
@@ -369,9 +410,28 @@ inline void DotTile(const float* const* rows, int64_t rn, int64_t k,
       for (int64_t c = 0; c < kDotColumns; ++c) acc[r][c] += av * bv[c];
     }
   }
+  float sums[RT][kDotColumns];
+  if constexpr (sizeof(V) == 64 && RT == 4 && kDotColumns == 4) {
+    F32x16 z;
+    SumLanes4x4(acc, &z);
+    if constexpr (std::is_same_v<T, float>) {
+      if (p == k && rn == RT && jn == kDotColumns && os.cols == 1) {
+        for (int r = 0; r < RT; ++r) {
+          std::memcpy(out + r * os.rows, &z[4 * r], 4 * sizeof(float));
+        }
+        return;
+      }
+    }
+    std::memcpy(sums, &z, sizeof sums);
+  } else {
+    for (int r = 0; r < RT; ++r) {
+      for (int64_t c = 0; c < kDotColumns; ++c)
+        sums[r][c] = SumLanes(acc[r][c]);
+    }
+  }
   for (int64_t r = 0; r < rn; ++r) {
     for (int64_t c = 0; c < jn; ++c) {
-      float sum = SumLanes(acc[r][c]);
+      float sum = sums[r][c];
       for (int64_t q = p; q < k; ++q) {
         sum += rows[r][q] * static_cast<float>(Load(col[c][q]));
       }
@@ -636,17 +696,23 @@ struct Matmul {
           continue;
         }
       }
-      // float32 against W.t(): the dot products for one row, or a depth of
-      // kDotDepth or more, where BLIS packs b. Measured from Python, one
-      // thread, [m, K] @ W.t() [K, N], dot products / BLIS / torch:
-      // [1, 256, 256] 2.55 / 2.90 / 4.59 us, [1, 256, 1376] 11.9 / 14.2 /
-      // 20.0, [2, 1024, 1024] 142 / 152 / 142, [5, 512, 512] 23.4 / 26.8 /
-      // 20.9, [8, 512, 512] 32.9 / 41.5 / 32.1, [8, 1024, 1024] 194 / 266 /
-      // 423, [16, 512, 512] 70 / 86 / 78; at depth 256 BLIS is level or
-      // ahead ([8, 256, 256] 11.0 / 11.1, [12, 256, 1376] 95 / 80).
+      // float32 against W.t(): the dot products for one row, a depth of
+      // kDotDepth or more, or (AVX-512) the rows of a full tile, where BLIS
+      // packs b. Measured from Python, one thread, [m, K] @ W.t() [K, N],
+      // dot products / BLIS / torch: [1, 256, 256] 2.55 / 2.90 / 4.59 us,
+      // [1, 256, 1376] 11.9 / 14.2 / 20.0, [2, 1024, 1024] 142 / 152 / 142,
+      // [5, 512, 512] 23.4 / 26.8 / 20.9, [8, 1024, 1024] 194 / 266 / 423;
+      // with SumLanes4x4, at depths under kDotDepth: [4, 256, 256] 9.2 /
+      // 16.7 / 13.3, [8, 256, 256] 12.5 / 19.3 / 15.0, [16, 256, 256] 24.1 /
+      // 37.0 / 29.1, [8, 256, 1376] 64 / 98 / 73, [8, 64, 256] 7.7 / 11.0 /
+      // 8.9; level at [16, 64, 256] (13.5 / 13.3), behind with no full tile:
+      // [3, 256, 256] 9.7 / 8.3 / 6.7.
       constexpr int64_t kDotDepth = 512;
       if constexpr (std::is_same_v<T, float>) {
-        if (b.strides[1] == 1 && m <= kDotRows && (m == 1 || k >= kDotDepth) &&
+        const bool dots =
+            m == 1 || k >= kDotDepth ||
+            (ActiveTier() == Tier::kAvx512 && m >= kDotTileRows<F32x16>);
+        if (b.strides[1] == 1 && m <= kDotRows && dots &&
             ActiveTier() != Tier::kBaseline &&
             Dots<T>(a_data + i * a_batch, {a.strides[1], a.strides[2]},
                     b_data + i * b_batch, b.strides[2],

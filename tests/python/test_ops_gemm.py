@@ -103,6 +103,30 @@ def test_decode_shapes_float32():
             assert_matches(ops.matmul(a, b), torch.matmul(a, b), reduce=True)
 
 
+# Against W.t() on AVX-512, four rows or more take tiles of four rows by four
+# columns whose sixteen sums are reduced together and, in float32 with a
+# depth of whole vectors and unit column stride out, stored a row of four at
+# a time (matmul.cc's SumLanes4x4). Rows and columns that leave a partial
+# tile, depths with and without a tail, and an out that is transposed or
+# sliced, so that every sum must land in its own place.
+@pytest.mark.parametrize("m", [4, 5, 7, 8, 12, 16])
+@pytest.mark.parametrize("k", [16, 17, 64, 256, 300])
+@pytest.mark.parametrize("n", [1, 4, 6, 256])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=dtype_id)
+def test_weight_t_tiles_of_four_rows(dtype, m, k, n):
+    a = (make((m, k)) / math.sqrt(k)).to(dtype)
+    w = make((n, k), dtype).t()
+    want = torch.matmul(a.float(), w.float()).to(dtype)
+    assert_matches(ops.matmul(a, w), want, reduce=True)
+    transposed = torch.empty(n, m, dtype=dtype).t()
+    ops.matmul(a, w, out=transposed)
+    assert_matches(transposed, want, reduce=True)
+    wide = torch.full((m, 2 * n), 5.0, dtype=dtype)
+    ops.matmul(a, w, out=wide[:, ::2])
+    assert_matches(wide[:, ::2], want, reduce=True)
+    assert torch.all(wide[:, 1::2] == 5.0)
+
+
 # float16 and bfloat16 against W.t() with at most 16 rows take dot products
 # (matmul.cc's MatmulDots), a widened on the stack up to 8192 elements and in
 # an allocation beyond; 17 rows take the panels. Both sides of each bound,
