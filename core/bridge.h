@@ -22,6 +22,7 @@
 #include "abi/torchferry.h"
 #include "core/aoti.h"
 #include "core/dtypes.h"
+#include "core/meta_probe.h"
 #include "core/storage_probe.h"
 #include "core/torch_library.h"
 #include "core/version_counter.h"
@@ -130,6 +131,7 @@ class Bridge {
   const NegBitProbe& neg_bit_probe() const { return neg_probe_; }
   const VersionCounter& versions() const { return versions_; }
   const StorageProbe& storage_probe() const { return storage_; }
+  const MetaProbe& meta_probe() const { return meta_; }
   const std::string& path_reason() const { return path_reason_; }
   const TorchLibrary& library() const { return lib_; }
   const std::string& torch_version() const { return torch_version_; }
@@ -152,6 +154,8 @@ class Bridge {
                   TensorRef* ref);
   bool FillFromHandle(AtenTensorHandle handle, PyObject* obj, const char* what,
                       TensorRef* ref);
+  bool FillFromGetters(AtenTensorHandle handle, PyObject* obj, const char* what,
+                       int32_t* dtype_code, int64_t* ndim, TensorRef* ref);
   bool CheckSubclass(PyTypeObject* type, const char* what);
   bool CheckFitsStorage(AtenTensorHandle handle, PyObject* obj,
                         const char* what, const TensorRef& ref);
@@ -172,6 +176,7 @@ class Bridge {
   NegBitProbe neg_probe_;
   VersionCounter versions_;
   StorageProbe storage_;
+  MetaProbe meta_;
   PyTypeObject* tensor_type_ = nullptr;     // torch.Tensor
   PyTypeObject* parameter_type_ = nullptr;  // torch.nn.Parameter
   PyObject* plain_torch_dispatch_ = nullptr;

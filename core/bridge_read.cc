@@ -71,10 +71,14 @@ bool Bridge::ReadTorchTensor(PyObject* obj, const char* what, TensorRef* ref) {
   return true;
 }
 
-bool Bridge::FillFromHandle(AtenTensorHandle h, PyObject* obj, const char* what,
-                            TensorRef* ref) {
+// Layout, device, dtype, dim, sizes and strides through the AOTI getters:
+// every tensor the MetaProbe does not read, with the errors that say why a
+// tensor is refused.
+bool Bridge::FillFromGetters(AtenTensorHandle h, PyObject* obj,
+                             const char* what, int32_t* code, int64_t* ndim,
+                             TensorRef* ref) {
   const AotiApi& a = lib_.api;
-  int32_t layout, device_type, code;
+  int32_t layout, device_type;
   if (a.get_layout(h, &layout) != 0) {
     return RaiseTorchFailure("layout", obj, what);
   }
@@ -108,7 +112,25 @@ bool Bridge::FillFromHandle(AtenTensorHandle h, PyObject* obj, const char* what,
                                   "device {}; expected cpu or cuda",
                                   what, PyAttrText(obj, "device")));
   }
-  if (a.get_dtype(h, &code) != 0) return RaiseTorchFailure("dtype", obj, what);
+  if (a.get_dtype(h, code) != 0) return RaiseTorchFailure("dtype", obj, what);
+  if (a.get_dim(h, ndim) != 0 || a.get_sizes(h, &v.shape) != 0 ||
+      a.get_strides(h, &v.strides) != 0) {
+    return RaiseTorchFailure("sizes and strides", obj, what);
+  }
+  return true;
+}
+
+bool Bridge::FillFromHandle(AtenTensorHandle h, PyObject* obj, const char* what,
+                            TensorRef* ref) {
+  const AotiApi& a = lib_.api;
+  tf_tensor& v = ref->view;
+  int32_t code;
+  int64_t ndim;
+  if (meta_.Read(h, &code, &ndim, &v.shape, &v.strides)) {
+    v.device = {TF_DEVICE_CPU, 0};  // a plain CPU tensor: dense by its keys
+  } else if (!FillFromGetters(h, obj, what, &code, &ndim, ref)) {
+    return false;
+  }
   ref->dtype = DtypeFromTorchCode(code);
   if (ref->dtype == kNoDtype) {
     return RaiseError(PyExc_TypeError,
@@ -117,12 +139,7 @@ bool Bridge::FillFromHandle(AtenTensorHandle h, PyObject* obj, const char* what,
                                   what, PyAttrText(obj, "dtype")));
   }
   v.dtype = Dtype(ref->dtype).dtype;
-  int64_t ndim;
   void* data;
-  if (a.get_dim(h, &ndim) != 0 || a.get_sizes(h, &v.shape) != 0 ||
-      a.get_strides(h, &v.strides) != 0) {
-    return RaiseTorchFailure("sizes and strides", obj, what);
-  }
   if (a.get_data_ptr(h, &data) != 0) {
     return RaiseTorchFailure("data pointer", obj, what);
   }
@@ -148,8 +165,12 @@ TensorState Bridge::StateOf(const TensorRef& ref) const {
   AtenTensorHandle h = ref.handle();
   TensorState s;
   int64_t *sizes, *strides, offset;
-  if (a.get_data_ptr(h, &s.data) != 0 || a.get_dim(h, &s.ndim) != 0 ||
-      a.get_sizes(h, &sizes) != 0 || a.get_strides(h, &strides) != 0 ||
+  int32_t code;
+  const bool shaped =
+      meta_.Read(h, &code, &s.ndim, &sizes, &strides) ||
+      (a.get_dim(h, &s.ndim) == 0 && a.get_sizes(h, &sizes) == 0 &&
+       a.get_strides(h, &strides) == 0);
+  if (!shaped || a.get_data_ptr(h, &s.data) != 0 ||
       !storage_.Read(h, &offset, &s.nbytes) || s.ndim > TensorState::kMaxDims) {
     s.ndim = -1;  // never equal
     return s;

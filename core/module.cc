@@ -158,7 +158,8 @@ PyObject* BridgeInfo(PyObject*, PyObject*) {
   // Paths and messages through NewText: a libtorch under a folder whose
   // name is not UTF-8 must not fail `info`.
   return Py_BuildValue(
-      "{s:s,s:N,s:O,s:{s:O,s:n,s:n,s:N},s:N,s:N,s:N,s:N,s:N,s:N,s:{s:s,s:N}}",
+      "{s:s,s:N,s:O,s:{s:O,s:n,s:n,s:N},s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:{s:s,s:N}"
+      "}",
       "path", BridgePathName(b.path()), "reason", NewText(b.path_reason()),
       "shim_available", b.shim_available() ? Py_True : Py_False,
       "offset_calibration", "ok", c.ok ? Py_True : Py_False, "tensor_offset",
@@ -166,7 +167,8 @@ PyObject* BridgeInfo(PyObject*, PyObject*) {
       "detail", NewText(c.detail), "neg_bit_check",
       NewText(b.neg_bit_probe().detail), "version_counter",
       NewText(b.versions().detail()), "storage_check",
-      NewText(b.storage_probe().detail()), "grad_check",
+      NewText(b.storage_probe().detail()), "tensor_meta",
+      NewText(b.meta_probe().detail()), "grad_check",
       NewText(GradCheckDetail()), "libtorch",
       NewText(b.library().cpu_library_path), "libtorch_cuda",
       NewText(b.library().cuda_library_path), "out_alloc", "route",

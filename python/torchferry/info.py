@@ -77,6 +77,7 @@ def render(data):
         f"  negative-bit check: {b['neg_bit_check']}",
         f"  version counter: {b['version_counter']}",
         f"  storage check: {b['storage_check']}",
+        f"  tensor metadata: {b['tensor_meta']}",
         f"  grad check: {b['grad_check']}",
         f"  output allocation: {b['out_alloc']['route']}: {b['out_alloc']['reason']}",
         "  conversions: " + ", ".join(f"{k}={v}" for k, v in data["path_counts"].items()),

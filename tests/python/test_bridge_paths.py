@@ -347,3 +347,56 @@ def test_version_counter_and_storage_fields_are_calibrated():
     assert "version counter at byte" in info["version_counter"], info["version_counter"]
     assert "StorageImpl* at byte" in info["storage_check"], info["storage_check"]
     assert "autograd_meta_ at byte" in info["grad_check"], info["grad_check"]
+    assert "sizes and strides at byte" in info["tensor_meta"], info["tensor_meta"]
+
+
+# Each tensor of a zoo read twice, once with dtype, sizes and strides taken
+# from the TensorImpl (the MetaProbe) and once through the AOTI getters: the
+# views, and the errors of those refused, must be the same. Tensors the
+# probe leaves to the getters (negated, conjugated, sparse, nested, meta,
+# inference) are in the zoo too.
+META_ZOO = r"""
+import json, torch, torchferry
+from torchferry import bridge
+base = torch.randn(4, 5, 6)
+with torch.inference_mode():
+    inference = torch.randn(3, 2)
+zoo = {
+    "contiguous": base, "row": base[1], "sliced": base[1:3, ::2, 1::3],
+    "transposed": base.transpose(0, 2)[1:], "expanded": base.unsqueeze(1).expand(4, 7, 5, 6),
+    "offset": base.flatten()[7:], "as_int32": base.view(torch.int32), "scalar": torch.tensor(3.5),
+    "empty": torch.empty(1, 0, 3).transpose(0, 2), "five_dims": torch.randn(2, 1, 3, 1, 2),
+    "six_dims": torch.randn(2, 1, 3, 1, 2, 2)[:, :, 1:], "twelve_dims": torch.randn(*[2] * 12).transpose(0, 11),
+    "requires_grad": torch.randn(3, 4, requires_grad=True), "parameter": torch.nn.Parameter(torch.randn(2, 3)),
+    "inference": inference, "bool": torch.ones(3, 2, dtype=torch.bool), "bfloat16": torch.randn(2, 3).bfloat16(),
+    "uint16": torch.ones(4, dtype=torch.uint16), "negated": torch._neg_view(torch.randn(3)),
+    "conjugated": torch.randn(3, dtype=torch.complex64).conj(), "complex": torch.randn(3, dtype=torch.complex64),
+    "sparse": torch.randn(3, 3).to_sparse(), "meta": torch.empty(3, device="meta"),
+    "nested": torch.nested.nested_tensor([torch.randn(2), torch.randn(3)]),
+}
+out = {"meta_read": bridge.info()["tensor_meta"]}
+for name, t in zoo.items():
+    try:
+        v = bridge.view(t).as_dict()
+        v["data"] = v["data"] == t.data_ptr()  # addresses differ between the runs
+        out[name] = v
+    except Exception as e:
+        out[name] = f"{type(e).__name__}: {e}"
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.subprocess
+def test_tensor_meta_read_from_the_impl_matches_the_getters():
+    runs = {}
+    for mode in (None, "getters"):
+        r = run_python(META_ZOO, TORCHFERRY_TENSOR_META=mode)
+        assert r.returncode == 0, r.stderr
+        runs[mode] = json.loads(r.stdout.strip().splitlines()[-1])
+    assert "sizes and strides at byte" in runs[None].pop("meta_read")
+    assert "forced by TORCHFERRY_TENSOR_META=getters" in runs["getters"].pop("meta_read")
+    assert runs[None] == runs["getters"]
+    assert all(v["data"] for v in runs[None].values() if isinstance(v, dict))
+    assert isinstance(runs[None]["contiguous"], dict) and isinstance(runs[None]["twelve_dims"], dict)
+    for refused in ("negated", "sparse", "meta", "nested"):
+        assert isinstance(runs[None][refused], str), refused
