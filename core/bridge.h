@@ -152,8 +152,9 @@ class Bridge {
   bool ReadTorchTensor(PyObject* obj, const char* what, TensorRef* ref);
   bool ReadDlpack(PyObject* obj, const char* what, bool writable,
                   TensorRef* ref);
+  // *plain: read by the MetaProbe, so its keys hold no negative bit.
   bool FillFromHandle(AtenTensorHandle handle, PyObject* obj, const char* what,
-                      TensorRef* ref);
+                      TensorRef* ref, bool* plain);
   bool FillFromGetters(AtenTensorHandle handle, PyObject* obj, const char* what,
                        int32_t* dtype_code, int64_t* ndim, TensorRef* ref);
   bool CheckSubclass(PyTypeObject* type, const char* what);

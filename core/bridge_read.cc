@@ -61,8 +61,9 @@ bool Bridge::ReadTorchTensor(PyObject* obj, const char* what, TensorRef* ref) {
     }
   }
   Bump(counts_[static_cast<int>(path_)]);
-  if (!FillFromHandle(handle, obj, what, ref) ||
-      !CheckNotNegated(handle, obj, what)) {
+  bool plain = false;  // read from the TensorImpl: no negative bit
+  if (!FillFromHandle(handle, obj, what, ref, &plain) ||
+      (!plain && !CheckNotNegated(handle, obj, what))) {
     Release(ref);
     return false;
   }
@@ -121,12 +122,13 @@ bool Bridge::FillFromGetters(AtenTensorHandle h, PyObject* obj,
 }
 
 bool Bridge::FillFromHandle(AtenTensorHandle h, PyObject* obj, const char* what,
-                            TensorRef* ref) {
+                            TensorRef* ref, bool* plain) {
   const AotiApi& a = lib_.api;
   tf_tensor& v = ref->view;
   int32_t code;
   int64_t ndim;
-  if (meta_.Read(h, &code, &ndim, &v.shape, &v.strides)) {
+  *plain = meta_.Read(h, &code, &ndim, &v.shape, &v.strides);
+  if (*plain) {
     v.device = {TF_DEVICE_CPU, 0};  // a plain CPU tensor: dense by its keys
   } else if (!FillFromGetters(h, obj, what, &code, &ndim, ref)) {
     return false;

@@ -120,8 +120,8 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
       neg_probe_.ok ? neg_probe_.keyset_offset + 8 : 0;
   versions_.Calibrate(torch_module, impl_bytes);
   storage_.Calibrate(torch_module, &lib_.api, impl_bytes);
-  meta_.Calibrate(torch_module, &lib_.api, impl_bytes,
-                  neg_probe_.keyset_offset);
+  meta_.Calibrate(torch_module, &lib_.api, impl_bytes, neg_probe_.keyset_offset,
+                  neg_probe_.negative_mask);
 
   const char* forced = std::getenv("TORCHFERRY_BRIDGE");
   if (forced != nullptr && forced[0] != '\0' &&

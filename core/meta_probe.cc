@@ -22,7 +22,8 @@ struct Known {
 }  // namespace
 
 void MetaProbe::Calibrate(PyObject* torch_module, const AotiApi* api,
-                          Py_ssize_t impl_bytes, Py_ssize_t keyset_at) {
+                          Py_ssize_t impl_bytes, Py_ssize_t keyset_at,
+                          uint64_t negative_key) {
   keyset_at_ = keyset_at;
   std::vector<PyObject*> owned;
   auto finish = [&](bool ok, std::string why) {
@@ -86,6 +87,11 @@ void MetaProbe::Calibrate(PyObject* torch_module, const AotiApi* api,
     }
     plain_keys_ |= WordAt<uint64_t>(k.impl, keyset_at);
     known.push_back(k);
+  }
+  if (negative_key == 0 || (plain_keys_ & negative_key) != 0) {
+    return finish(false,
+                  "the negative bit is unknown or among a plain "
+                  "tensor's keys");
   }
   // The sizes: the one word that holds each tensor's dim and is followed by
   // the very buffer the getters hand out (pointers compared, not values).

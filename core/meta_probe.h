@@ -25,11 +25,13 @@ class MetaProbe {
   // DispatchKeySet lies at `keyset_at` (the negative-bit probe's find).
   // impl_bytes 0: the getters are used.
   void Calibrate(PyObject* torch_module, const AotiApi* api,
-                 Py_ssize_t impl_bytes, Py_ssize_t keyset_at);
+                 Py_ssize_t impl_bytes, Py_ssize_t keyset_at,
+                 uint64_t negative_key);
 
   // The dtype code (torch's ScalarType, as the AOTI getter reports it),
-  // dim, sizes and strides of a dense CPU tensor; false, having read
-  // nothing, for any other tensor or when uncalibrated.
+  // dim, sizes and strides of a dense CPU tensor, which is not negated
+  // either; false, having read nothing, for any other tensor or when
+  // uncalibrated.
   bool Read(AtenTensorHandle handle, int32_t* dtype, int64_t* ndim,
             int64_t** sizes, int64_t** strides) const {
     if (!ok_) return false;
