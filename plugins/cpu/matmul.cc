@@ -414,15 +414,15 @@ inline void DotTile(const float* const* rows, int64_t rn, int64_t k,
   if constexpr (sizeof(V) == 64 && RT == 4 && kDotColumns == 4) {
     F32x16 z;
     SumLanes4x4(acc, &z);
+    std::memcpy(sums, &z, sizeof sums);
     if constexpr (std::is_same_v<T, float>) {
       if (p == k && rn == RT && jn == kDotColumns && os.cols == 1) {
         for (int r = 0; r < RT; ++r) {
-          std::memcpy(out + r * os.rows, &z[4 * r], 4 * sizeof(float));
+          std::memcpy(out + r * os.rows, sums[r], sizeof sums[r]);
         }
         return;
       }
     }
-    std::memcpy(sums, &z, sizeof sums);
   } else {
     for (int r = 0; r < RT; ++r) {
       for (int64_t c = 0; c < kDotColumns; ++c)
