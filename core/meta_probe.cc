@@ -105,10 +105,10 @@ void MetaProbe::Calibrate(PyObject* torch_module, const AotiApi* api,
       const int64_t* sizes = k.ndim <= kInlineDims
                                  ? reinterpret_cast<const int64_t*>(buffer)
                                  : WordAt<const int64_t*>(buffer, 0);
-      const int64_t* strides =
-          sizes + (k.ndim <= kInlineDims ? kInlineDims : k.ndim);
+      // Strides are placed only once sizes is known to be the getters' (not
+      // null, as a heap word that is not a pointer may be).
       all = all && WordAt<int64_t>(k.impl, off) == k.ndim && sizes == k.sizes &&
-            strides == k.strides;
+            sizes + (k.ndim <= kInlineDims ? kInlineDims : k.ndim) == k.strides;
     }
     if (all) {
       sizes_at_ = off;
