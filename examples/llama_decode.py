@@ -184,9 +184,13 @@ class Decoder:
         self.c, self.w, self.ops = config, weights, ops
         dtype = weights.embed.dtype
         self.max_len = max_len or config.max_positions
-        shape = (batch, config.num_kv_heads, self.max_len, config.head_dim)
-        self.k_cache = [torch.zeros(shape, dtype=dtype) for _ in weights.layers]
-        self.v_cache = [torch.zeros(shape, dtype=dtype) for _ in weights.layers]
+        # One tensor per cache for all layers, [layers, batch, kv_heads,
+        # max_len, head_dim]: each forward takes every layer's views of it in
+        # one slice and unbind, not a few slices per layer (a torch view costs
+        # 1-3 us from Python, more than most of the step's ops here).
+        shape = (len(weights.layers), batch, config.num_kv_heads, self.max_len, config.head_dim)
+        self.k_cache = torch.zeros(shape, dtype=dtype)
+        self.v_cache = torch.zeros(shape, dtype=dtype)
         self.cos, self.sin = rope_tables(config, dtype)
 
     def forward(self, ids, pos):
@@ -196,26 +200,33 @@ class Decoder:
         b, n = ids.shape
         hd, hq, hkv = c.head_dim, c.num_heads, c.num_kv_heads
         cos, sin = self.cos[pos : pos + n].unsqueeze(1), self.sin[pos : pos + n].unsqueeze(1)
+        # Each layer's cache slots for these tokens ([b, n, kv_heads, hd]
+        # views) and the cache it attends ([b, kv_heads, pos + n, hd]).
+        k_slots = self.k_cache.narrow(3, pos, n).transpose(2, 3).unbind(0)
+        v_slots = self.v_cache.narrow(3, pos, n).transpose(2, 3).unbind(0)
+        k_seen = self.k_cache.narrow(3, 0, pos + n).unbind(0)
+        v_seen = self.v_cache.narrow(3, 0, pos + n).unbind(0)
+        # The attention output, written by each layer and read by its o
+        # projection before the next layer writes it again.
+        attn = torch.empty(b, n, hq, hd, dtype=w.embed.dtype)
+        attn_heads, attn_rows = attn.transpose(1, 2), attn.view(b, n, hq * hd)
         h = ops.embedding(ids, w.embed)  # the residual stream, [b, n, hidden]
         x = ops.rms_norm(h, w.layers[0].input_norm, c.rms_norm_eps)
         for i, layer in enumerate(w.layers):
-            qkv = ops.linear(x, layer.qkv).view(b, n, hq + 2 * hkv, hd)
-            q = ops.rotary_embedding(qkv[:, :, :hq], cos, sin)
-            k_slot = self.k_cache[i][:, :, pos : pos + n].transpose(1, 2)
-            v_slot = self.v_cache[i][:, :, pos : pos + n].transpose(1, 2)
-            ops.rotary_embedding(qkv[:, :, hq : hq + hkv], cos, sin, out=k_slot)
-            ops.cast(qkv[:, :, hq + hkv :], out=v_slot)
-            attn = torch.empty(b, n, hq, hd, dtype=h.dtype)
+            q, k, v = ops.linear(x, layer.qkv).view(b, n, hq + 2 * hkv, hd).split_with_sizes([hq, hkv, hkv], 2)
+            q = ops.rotary_embedding(q, cos, sin)
+            ops.rotary_embedding(k, cos, sin, out=k_slots[i])
+            ops.cast(v, out=v_slots[i])
             ops.scaled_dot_product_attention(
                 q.transpose(1, 2),
-                self.k_cache[i][:, :, : pos + n],
-                self.v_cache[i][:, :, : pos + n],
+                k_seen[i],
+                v_seen[i],
                 is_causal=True,
                 lower_right=True,
                 enable_gqa=True,
-                out=attn.transpose(1, 2),
+                out=attn_heads,
             )
-            o = ops.linear(attn.view(b, n, hq * hd), layer.o)
+            o = ops.linear(attn_rows, layer.o)
             x = ops.add_rms_norm(o, h, layer.post_norm, eps=c.rms_norm_eps)
             mlp = ops.linear(ops.silu_and_mul(ops.linear(x, layer.gate_up)), layer.down)
             last = i + 1 == len(w.layers)
