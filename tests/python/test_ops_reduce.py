@@ -43,6 +43,24 @@ def test_softmax_every_dim(path, dtype, shape, dim):
     assert_matches(out, _in_float32(lambda t: torch.softmax(t, dim), x), reduce=True)
 
 
+# Line lengths either side of each of the kernels' blocks: the vector groups
+# (8 and 16 lanes, two and four vectors), the 4096 at which the 16-bit lines
+# fuse widening with the max, and the 8192-element line buffer.
+SOFTMAX_LINE_LENGTHS = [1, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 4095, 4097, 8191, 8192, 8193, 9000]
+
+
+@pytest.mark.parametrize("n", SOFTMAX_LINE_LENGTHS)
+@pytest.mark.parametrize("dtype", dtypes("softmax"))
+def test_softmax_long_lines(dtype, n):
+    g = torch.Generator().manual_seed(n)
+    x = (torch.randn(3, n, generator=g) * 8).to(dtype)
+    x[1, n // 2] = 60  # one value far above the rest: the max must be found
+    x[2, 1 :: max(1, n // 7)] = float("-inf")  # masked positions weigh nothing
+    out = ops.softmax(x, -1)
+    assert_matches(out, _in_float32(lambda t: torch.softmax(t, -1), x), reduce=True)
+    torch.testing.assert_close(out.double().sum(-1), torch.ones(3, dtype=torch.float64), rtol=0, atol=1e-2)
+
+
 @pytest.mark.parametrize("dtype", dtypes("softmax"))
 def test_softmax_default_dim_is_last(path, dtype):
     x = make((3, 4, 5), dtype)
