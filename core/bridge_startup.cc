@@ -118,6 +118,17 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
   // no further (past the object's end lies the next heap block).
   const Py_ssize_t impl_bytes =
       neg_probe_.ok ? neg_probe_.keyset_offset + 8 : 0;
+  // Checked before any probe runs: an A/B run that misspells the setting
+  // must not measure the default while believing it measured the getters.
+  const char* meta = std::getenv("TORCHFERRY_TENSOR_META");
+  if (meta != nullptr && meta[0] != '\0' && std::strcmp(meta, "auto") != 0 &&
+      std::strcmp(meta, "getters") != 0) {
+    return RaiseError(
+        PyExc_ValueError,
+        fmt::format("unknown TORCHFERRY_TENSOR_META '{}'; expected 'auto' "
+                    "(or unset) or 'getters'",
+                    meta));
+  }
   versions_.Calibrate(torch_module, impl_bytes);
   storage_.Calibrate(torch_module, &lib_.api, impl_bytes);
   meta_.Calibrate(torch_module, &lib_.api, impl_bytes, neg_probe_.keyset_offset,

@@ -400,3 +400,14 @@ def test_tensor_meta_read_from_the_impl_matches_the_getters():
     assert isinstance(runs[None]["contiguous"], dict) and isinstance(runs[None]["twelve_dims"], dict)
     for refused in ("negated", "sparse", "meta", "nested"):
         assert isinstance(runs[None][refused], str), refused
+
+
+@pytest.mark.subprocess
+def test_tensor_meta_auto_is_the_default_and_an_unknown_value_fails_the_import():
+    r = run_python(META_ZOO, TORCHFERRY_TENSOR_META="auto")
+    assert r.returncode == 0, r.stderr
+    assert "sizes and strides at byte" in json.loads(r.stdout.strip().splitlines()[-1])["meta_read"]
+    r = run_python(PROBE, TORCHFERRY_TENSOR_META="getter")
+    assert r.returncode != 0
+    assert "ValueError" in r.stderr and "unknown TORCHFERRY_TENSOR_META 'getter'" in r.stderr
+    assert "Segmentation fault" not in r.stderr
