@@ -101,13 +101,14 @@ inline int64_t BlockDepth(int64_t k, int64_t n) {
              : kMaxBlockDepth;
 }
 
-// c[0, R) x columns (+)= at[0, kb) x [0, R) (a's block, transposed) @
-// b[0, kb) x columns, where the columns are NV vectors from b (and c), the
-// last one only its first `last` lanes when Partial; c is read first unless
-// `first`.
+// c[0, R) x columns (+)= a's block @ b[0, kb) x columns, a[r, p] at
+// at[p * at_p + r * at_r] (the packed copy, or a itself where its rows are
+// contiguous), the columns NV vectors from b (and c), the last one only its
+// first `last` lanes when Partial; c is read first unless `first`.
 template <typename V, int R, int NV, int KU, bool Partial>
-inline void Tile(const float* __restrict at, const float* b, int64_t b_row,
-                 int64_t kb, float* c, GemmOperand cs, bool first, int last) {
+inline void Tile(const float* __restrict at, int64_t at_r, int64_t at_p,
+                 const float* b, int64_t b_row, int64_t kb, float* c,
+                 GemmOperand cs, bool first, int last) {
   constexpr int L = kLanes<V>;
   V acc[KU][R][NV] = {};
   if (!first) {
@@ -149,7 +150,7 @@ inline void Tile(const float* __restrict at, const float* b, int64_t b_row,
     }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const float s = at[p * R + r];
+      const float s = at[p * at_p + r * at_r];
 #pragma GCC unroll 16
       for (int v = 0; v < NV; ++v) acc[u][r][v] += s * bv[v];
     }
@@ -208,20 +209,28 @@ inline void Pass(const float* a, GemmOperand as, const float* b, int64_t b_row,
   float at[kMaxBlockDepth * R];
   for (int64_t p0 = 0; p0 < k; p0 += depth) {
     const int64_t kb = k - p0 < depth ? k - p0 : depth;
-    PackBlock<R>(a + p0 * as.cols, as, kb, at);
+    // Rows of a that are contiguous are read where they lie: their R
+    // streams stay in L1 as well as the copy does, and the copy is saved
+    // ([8, 4096] @ [4096, 16]: 0.71 -> 0.58 of torch's time on AVX2).
+    const bool direct = as.cols == 1;
+    const float* ap = direct ? a + p0 : at;
+    const int64_t at_r = direct ? as.rows : 1;
+    const int64_t at_p = direct ? 1 : R;
+    if (!direct) PackBlock<R>(a + p0 * as.cols, as, kb, at);
     const float* bp = b + p0 * b_row;
     const bool first = p0 == 0;
     int64_t j = 0;
     for (; j + NV * L <= n; j += NV * L) {
-      Tile<V, R, NV, 1, false>(at, bp + j, b_row, kb, c + j * cs.cols, cs,
-                               first, L);
+      Tile<V, R, NV, 1, false>(ap, at_r, at_p, bp + j, b_row, kb,
+                               c + j * cs.cols, cs, first, L);
     }
     for (; j + L <= n; j += L) {
-      Tile<V, R, 1, KU, false>(at, bp + j, b_row, kb, c + j * cs.cols, cs,
-                               first, L);
+      Tile<V, R, 1, KU, false>(ap, at_r, at_p, bp + j, b_row, kb,
+                               c + j * cs.cols, cs, first, L);
     }
     if (j < n) {
-      Tile<V, R, 1, KU, true>(at, bp + j, b_row, kb, c + j * cs.cols, cs, first,
+      Tile<V, R, 1, KU, true>(ap, at_r, at_p, bp + j, b_row, kb,
+                              c + j * cs.cols, cs, first,
                               static_cast<int>(n - j));
     }
   }
