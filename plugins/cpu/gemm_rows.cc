@@ -77,8 +77,8 @@ constexpr int TileVectors(int rows) {
   const int cap = kLanes<V> == 16 ? 8 : 6;
   return budget / (rows + 1) < cap ? budget / (rows + 1) : cap;
 }
-// Phases for one-vector tiles: at least eight chains where registers allow.
-constexpr int Phases(int rows) { return rows >= 8 ? 1 : 8 / rows; }
+// Phases for narrow tiles: at least eight chains where registers allow.
+constexpr int Phases(int sums) { return sums >= 8 ? 1 : 8 / sums; }
 
 // Depth of a block: b is walked kb rows at a time, each tile of c loaded,
 // summed over those rows and stored, the tiles moving along the rows. So b is
@@ -223,6 +223,16 @@ inline void Pass(const float* a, GemmOperand as, const float* b, int64_t b_row,
     for (; j + NV * L <= n; j += NV * L) {
       Tile<V, R, NV, 1, false>(ap, at_r, at_p, bp + j, b_row, kb,
                                c + j * cs.cols, cs, first, L);
+    }
+    // Two vectors left (a narrow b, n = 16 on AVX2): one tile shares each
+    // broadcast of a between them and reads each line of b once, where two
+    // one-vector tiles read it twice, half a line each time, and load a
+    // broadcast per multiply-add.
+    if constexpr (NV > 2) {
+      for (; j + 2 * L <= n; j += 2 * L) {
+        Tile<V, R, 2, Phases(2 * R), false>(ap, at_r, at_p, bp + j, b_row, kb,
+                                            c + j * cs.cols, cs, first, L);
+      }
     }
     for (; j + L <= n; j += L) {
       Tile<V, R, 1, KU, false>(ap, at_r, at_p, bp + j, b_row, kb,
