@@ -89,11 +89,14 @@ constexpr int Phases(int sums) { return sums >= 8 ? 1 : 8 / sums; }
 // plugin's target CPUs have at least per core) there are no misses to hide,
 // and the blocks are only as short as the copy of a (kMaxBlockDepth) needs:
 // [8, 256] @ [256, 256] 6.4 us whole, 7.4 in blocks of 16, 8.7 of 8. Depth
-// 16 for larger b, measured against 4, 8 and 32 on [1, 1024] and [8, 1024]
-// @ [1024, 1024] and [1, 4096] @ [4096, 4096] (within 5% of each other but
-// for 32: 2.91 against 2.33 ms on the last).
+// 8 for larger b: on a model-167 Xeon 4, 8 and 16 measured within 5% of each
+// other on [1, 1024] and [8, 1024] @ [1024, 1024] and [1, 4096] @
+// [4096, 4096], and 32 worse (2.91 against 2.33 ms on the last); on a Zen 3
+// core (AVX2) 8 against 16 took [1, 4096] @ [4096, 4096] from 1.10-1.22 to
+// 0.83-0.93 of torch's time and [8, 1024] @ [1024, 1024] from 0.84-0.97 to
+// 0.75-0.90 (three processes each, alternating), and 4 measured between.
 constexpr int64_t kMaxBlockDepth = 256;
-constexpr int64_t kStreamedDepth = 16;
+constexpr int64_t kStreamedDepth = 8;
 constexpr int64_t kResidentBytes = int64_t{1} << 20;
 inline int64_t BlockDepth(int64_t k, int64_t n) {
   return k * n * static_cast<int64_t>(sizeof(float)) > kResidentBytes
