@@ -2,6 +2,7 @@
 // its slice of out as raw words, so one kernel per element width serves
 // every dtype.
 #include <cstdint>
+#include <cstring>
 
 #include "call.h"
 #include "dtype.h"
@@ -11,6 +12,47 @@
 
 namespace torchferry::cpu {
 namespace {
+
+// True when every tensor is contiguous and the inputs tile out exactly
+// along dim (what the host guarantees; checked again since the copy below
+// trusts it).
+bool AllContiguous(const tf_tensor_list& xs, int64_t dim,
+                   const tf_tensor& out) {
+  if (!IsContiguous(out)) return false;
+  int64_t along = 0;
+  for (int64_t t = 0; t < xs.count; ++t) {
+    const tf_tensor& x = xs.items[t];
+    if (x.ndim != out.ndim || !IsContiguous(x)) return false;
+    for (int d = 0; d < out.ndim; ++d) {
+      if (d != dim && x.shape[d] != out.shape[d]) return false;
+    }
+    along += x.shape[dim];
+  }
+  return along == out.shape[dim];
+}
+
+// Every tensor contiguous: for each index of the dims before `dim`, out
+// holds each input's block of that index in turn, so the blocks are copied
+// in that order and out is written once, front to back, as torch does. One
+// input at a time wrote out in strided runs, a pass per input:
+// [4096, 2048] twice along the last dim took 1.08 (float32) and 1.11
+// (float16) of torch's time.
+void CatContiguous(const tf_tensor_list& xs, int64_t dim, const tf_tensor& out,
+                   size_t word) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= out.shape[d];
+  for (int64_t d = dim + 1; d < out.ndim; ++d) inner *= out.shape[d];
+  char* to = DataOf<char>(out);
+  for (int64_t i = 0; i < outer; ++i) {
+    for (int64_t t = 0; t < xs.count; ++t) {
+      const tf_tensor& x = xs.items[t];
+      const size_t bytes = static_cast<size_t>(x.shape[dim] * inner) * word;
+      if (bytes == 0) continue;  // an empty input may have no data at all
+      std::memcpy(to, DataOf<const char>(x) + i * bytes, bytes);
+      to += bytes;
+    }
+  }
+}
 
 struct Cat {
   static constexpr const char* kName = "cat";
@@ -33,6 +75,10 @@ struct Cat {
     using W = WordOf<T>;
     const tf_tensor_list& xs = xs_arg.value.list;
     const int64_t dim = dim_arg.value.i;
+    if (AllContiguous(xs, dim, out)) {
+      CatContiguous(xs, dim, out, sizeof(W));
+      return TF_OK;
+    }
     int64_t start = 0;  // where the next input begins along dim
     for (int64_t t = 0; t < xs.count; ++t) {
       const tf_tensor& x = xs.items[t];
