@@ -237,7 +237,7 @@ inline float ExpShiftGroups(const float* x, float* out, int64_t n, float max,
       if constexpr (sizeof(V) == 64) {
         ExpScalef<true>(v);  // x - max: at most 0, or NaN
       } else {
-        ExpLanes<V, I>(v);
+        ExpAtMostZeroLanes<V, I>(v);
       }
       lanes[c] += v;
       std::memcpy(out + *i + c * kLanes, &v, sizeof v);
