@@ -2,13 +2,14 @@
 //
 // A tile is R rows of c by NV vectors of columns, summed in registers over a
 // block of depth: for each row p of b in the block the tile's NV vectors of
-// b are loaded once and each of the R values a[r, p] (copied, transposed,
-// into a small buffer per block) is broadcast against them. R is all the
-// rows of one pass (up to 16 with AVX-512's 32 registers, 4 with AVX2's 16),
-// so b is read once per pass and never copied. NV is as wide as the
-// registers left allow; columns past the last full tile go through tiles of
-// one vector, the last of them masked, whose sums are split over KU phases
-// of p so that enough independent chains hide the FMA latency.
+// b are loaded once and each of the R values a[r, p] (read in place where
+// a's rows are contiguous, else copied, transposed, into a small buffer per
+// block) is broadcast against them. R is all the rows of one pass (up to 16
+// with AVX-512's 32 registers, 4 with AVX2's 16), so b is read once per pass
+// and never copied. NV is as wide as the registers left allow; columns past
+// the last full tile go through a tile of two vectors where NV is wider, then
+// tiles of one vector, the last of them masked, whose sums are split over
+// phases of p so that enough independent chains hide the FMA latency.
 //
 // Measured on a model-167 Xeon (AVX-512), one thread, float32 [m, K] @
 // [K, N] from Python, against BLIS (its gemv for one row, its gemm with
@@ -210,15 +211,15 @@ inline void Pass(const float* a, GemmOperand as, const float* b, int64_t b_row,
   constexpr int KU = Phases(R);
   const int64_t depth = BlockDepth(k, n);
   float at[kMaxBlockDepth * R];
+  // Rows of a that are contiguous are read where they lie: their R streams
+  // stay in L1 as well as the copy does, and the copy is saved ([8, 4096] @
+  // [4096, 16]: 0.71 -> 0.58 of torch's time on AVX2).
+  const bool direct = as.cols == 1;
+  const int64_t at_r = direct ? as.rows : 1;
+  const int64_t at_p = direct ? 1 : R;
   for (int64_t p0 = 0; p0 < k; p0 += depth) {
     const int64_t kb = k - p0 < depth ? k - p0 : depth;
-    // Rows of a that are contiguous are read where they lie: their R
-    // streams stay in L1 as well as the copy does, and the copy is saved
-    // ([8, 4096] @ [4096, 16]: 0.71 -> 0.58 of torch's time on AVX2).
-    const bool direct = as.cols == 1;
     const float* ap = direct ? a + p0 : at;
-    const int64_t at_r = direct ? as.rows : 1;
-    const int64_t at_p = direct ? 1 : R;
     if (!direct) PackBlock<R>(a + p0 * as.cols, as, kb, at);
     const float* bp = b + p0 * b_row;
     const bool first = p0 == 0;
