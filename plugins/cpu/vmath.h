@@ -5,11 +5,11 @@
 // Why not SLEEF (Debian's 3.5, whose kernels torch uses too): measured on a
 // model-167 Xeon, one thread, out = exp(x - 1) and its sum over 256 to 32768
 // floats, SLEEF's Sleef_expf8_u10avx2 took 0.474 ns an element against 0.507
-// for ExpLanes on eight lanes here, Sleef_expf16_u10avx512f 0.298 against
-// 0.296-0.305 for ExpLanes on sixteen; both within 1 ulp of exp (0.97 and 0.99
-// at most). Highway's own Exp took 1.00 (AVX2) and 0.33 (AVX-512). SLEEF is at
-// most 7% ahead, and it is a call per vector, which the elementwise engine's
-// scalar functors (exp, silu, silu_and_mul) cannot make, whereas ExpF
+// for ExpF's steps on eight lanes here, Sleef_expf16_u10avx512f 0.298
+// against 0.296-0.305 for them on sixteen; both within 1 ulp of exp (0.97 and
+// 0.99 at most). Highway's own Exp took 1.00 (AVX2) and 0.33 (AVX-512). SLEEF
+// is at most 7% ahead, and it is a call per vector, which the elementwise
+// engine's scalar functors (exp, silu, silu_and_mul) cannot make, whereas ExpF
 // inlines and vectorises inside them; and Debian ships it as a 2 MB shared
 // library only, which the wheel would have to carry.
 #pragma once
@@ -72,52 +72,25 @@ inline float ExpF(float x) {
   return y * s1 * s2;
 }
 
-// ExpF on a vector of lanes at once, in place (a reference, not a value, so
-// that a build where V is not one register has no vector arguments whose ABI
-// depends on -mavx). The same steps and constants as ExpF, hence the same
-// results; for loops that also reduce what they compute, where GCC would not
-// vectorise the scalar form. I is the int32 vector of V's size.
+// A cast between vectors of one size reinterprets the bits. I is the int32
+// vector of V's size.
 typedef int32_t Int8 __attribute__((vector_size(32)));
 // Sixteen lanes: one AVX-512 register, for loops of the AVX-512 tier only.
 typedef float F32x16 __attribute__((vector_size(64)));
 typedef int32_t I32x16 __attribute__((vector_size(64)));
 
-template <typename V, typename I>
-inline void ExpLanes(V& v) {
-  const V lo = V{} - 105.0f;
-  const V hi = V{} + 89.0f;
-  V t = v < lo ? lo : v;
-  t = t > hi ? hi : t;
-  const V shifter = V{} + 12582912.0f;
-  const V shifted = t * 1.44269504088896341f + shifter;
-  const V fn = shifted - shifter;
-  // A cast between vectors of one size reinterprets the bits.
-  const I n = (I)shifted - (I)shifter;
-  V r = t - fn * 0.693359375f;
-  r = r - fn * -2.12194440e-4f;
-  V p = V{} + 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const V y = p * (r * r) + r + 1.0f;
-  const I n1 = n >> 1;
-  const I n2 = n - n1;
-  const I b1 = (n1 + 127) << 23;
-  const I b2 = (n2 + 127) << 23;
-  v = y * (V)b1 * (V)b2;
-}
-
-// ExpLanes for x <= 0 or NaN (softmax's x - max), whose results are summed
-// with at least one 1, so that a subnormal exp is noise: below -87.33654
-// (about ln(FLT_MIN)) the lane is 0 (exp is at most FLT_MIN, 1.2e-38,
-// there); above, n >= -126 and the result is normal, so 2^n is one float
-// and one multiply applies it exactly. The upper clamp goes too, and y =
-// (p r + 1) r + 1, as ExpScalef has it: 18 instructions in place of 25.
-// softmax on AVX2 (Zen 3), torchferry / torch, float32 [1, 4096] 0.57 ->
-// 0.42, [8, 4096] 0.66 -> 0.45, float16 [8, 4096] 0.66 -> 0.50. Within 0.89
-// ulp of exp over [-87.33654, 0] where multiply-adds are fused, as in the
+// ExpF's reduction and polynomial on a vector of lanes at once, in place (a
+// reference, not a value, so that a build where V is not one register has
+// no vector arguments whose ABI depends on -mavx), for x <= 0 or NaN
+// (softmax's x - max), whose results are summed with at least one 1, so
+// that a subnormal exp is noise: below -87.33654 (about ln(FLT_MIN)) the
+// lane is 0 (exp is at most FLT_MIN, 1.2e-38, there); above, n >= -126 and
+// the result is normal, so 2^n is one float and one multiply applies it
+// exactly. No upper clamp, and y = (p r + 1) r + 1, as ExpScalef has it: 18
+// instructions where ExpF's steps on lanes (the vector exp before this one)
+// took 25. softmax on AVX2 (Zen 3), torchferry / torch, float32 [1, 4096]
+// 0.57 -> 0.42, [8, 4096] 0.66 -> 0.45, float16 [8, 4096] 0.66 -> 0.50. Within
+// 0.89 ulp of exp over [-87.33654, 0] where multiply-adds are fused, as in the
 // AVX2 tier, 1.12 where not (tests/cpu/vmath_test.cc); exp(-inf) = 0; NaN
 // stays NaN.
 template <typename V, typename I>
@@ -142,15 +115,16 @@ inline void ExpAtMostZeroLanes(V& v) {
 }
 
 #if TF_CPU_HAVE_AVX2_PATH
-// ExpLanes on sixteen lanes with AVX-512's vscalefps, for the AVX-512 tier:
+// ExpF on sixteen lanes with AVX-512's vscalefps, for the AVX-512 tier:
 // the same clamps, reduction and polynomial coefficients (evaluated in
-// Horner form to the end, so results may differ from ExpLanes by an ulp),
+// Horner form to the end, so results may differ from ExpF by an ulp),
 // but n is rounded by vrndscaleps and 2^n applied by one scalef, which
 // rounds once (as the two factors do) and is exact elsewhere: 14
 // instructions in place of 25. Within 0.89 ulp of exp over 67M arguments in
-// [-110, 90] (ExpLanes 1.01); exp(-inf) = 0, exp(+inf) = inf, NaN stays NaN.
-// kAtMostZero: the caller knows x <= 0 or NaN (softmax's x - max), so the
-// upper clamp, which only turns +inf into inf rather than NaN, is skipped.
+// [-110, 90] (ExpF's steps on lanes 1.01); exp(-inf) = 0, exp(+inf) = inf, NaN
+// stays NaN. kAtMostZero: the caller knows x <= 0 or NaN (softmax's x - max),
+// so the upper clamp, which only turns +inf into inf rather than NaN, is
+// skipped.
 template <bool kAtMostZero = false>
 TF_CPU_AVX512 inline void ExpScalef(F32x16& v) {
   // The zero-masking forms with every lane selected: GCC 12 warns that the
@@ -174,7 +148,7 @@ TF_CPU_AVX512 inline void ExpScalef(F32x16& v) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  // y = (p r + 1) r + 1 rather than ExpLanes' p r^2 + r + 1: one
+  // y = (p r + 1) r + 1 rather than ExpF's p r^2 + r + 1: one
   // instruction fewer, and closer to exp (0.89 ulp at most over 67M
   // arguments in [-110, 90], against 1.01).
   const __m512 one = _mm512_set1_ps(1.0f);
