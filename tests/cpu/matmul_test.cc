@@ -208,6 +208,29 @@ TEST_CASE("matmul against a transposed b takes dot products", "[matmul]") {
   }
 }
 
+// One float32 row against a W.t() of 1 to 16 MB: on AVX2 each column is
+// read as one stream (matmul.cc's DotRowStreamed). Depths with a vector and
+// a scalar tail past the unrolled steps, columns packed and spaced apart,
+// and out packed and gapped.
+TEST_CASE("matmul of one row against a large transposed b", "[matmul]") {
+  uint32_t seed = 4900;
+  for (const int64_t k : {1037, 2048}) {
+    const int64_t n = (int64_t{1} << 20) / (4 * k) + 3;  // just over 1 MB
+    for (const int64_t gap : {0, 5}) {
+      for (const Layout out_layout : {Layout::kContiguous, Layout::kGapped}) {
+        const Dims s = {1, 1, k, n};
+        INFO(DimsText(s) << " column gap " << gap << ", out "
+                         << LayoutName(out_layout));
+        TestTensor a =
+            TestTensor::WithLayout(kF32, {1, 1, k}, Layout::kContiguous);
+        TestTensor b(kF32, {1, k, n}, {n * (k + gap), 1, k + gap}, 0);
+        TestTensor out = TestTensor::WithLayout(kF32, {1, 1, n}, out_layout);
+        CheckProduct(kF32, s, a, b, out, seed++);
+      }
+    }
+  }
+}
+
 TEST_CASE("matmul repeats a shared operand across the batch", "[matmul]") {
   uint32_t seed = 5000;
   for (tf_dtype d : kFloatDtypes) {
