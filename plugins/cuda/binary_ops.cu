@@ -75,7 +75,7 @@ tf_status Mul(const tf_call* call) {
   const tf_tensor* in[2] = {&InputTensor(call, 0), &InputTensor(call, 1)};
   DeviceGuard guard(call, out.device.device_id);
   if (guard.status() != TF_OK) return guard.status();
-  return DispatchFloatInt(
+  return DispatchFloatIntWideUnsigned(
       DtypeOf(in[0]->dtype),
       [&](auto tag) {
         using T = typename decltype(tag)::type;

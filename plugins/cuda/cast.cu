@@ -1,5 +1,6 @@
-// cast: out = x converted to out's dtype, for every pair of the ten dtypes.
-// The kernel is keyed by x's dtype and picks the destination at run time.
+// cast: out = x converted to out's dtype, for every pair of the thirteen
+// dtypes. The kernel is keyed by x's dtype and picks the destination at run
+// time.
 #include "plugins/cuda/call_util.h"
 #include "plugins/cuda/element_types.cuh"
 #include "plugins/cuda/launch_config.h"
@@ -9,12 +10,15 @@
 namespace torchferry::cuda {
 namespace {
 
-// The exact value of any element: integers and bool in int64, half types and
-// float32 in float, float64 in double.
+// The exact value of any element: uint64 in itself (its upper half has no
+// int64), other integers and bool in int64, half types and float32 in float,
+// float64 in double.
 template <typename Src>
 __device__ __forceinline__ auto Widen(Src value) {
   if constexpr (kIsFloating<Src>) {
     return ToOpMath(value);
+  } else if constexpr (std::is_same_v<Src, uint64_t>) {
+    return value;
   } else {
     return static_cast<int64_t>(value);
   }
@@ -29,6 +33,14 @@ __device__ __forceinline__ Dst Convert(Src value) {
     using Wide = decltype(wide);
     if constexpr (std::is_same_v<Dst, bool>) {
       return wide != Wide(0);
+    } else if constexpr (std::is_same_v<Dst, uint64_t> &&
+                         std::is_floating_point_v<Wide>) {
+      // Exact from 2^63 up, where int64 ends; below, negatives wrap through
+      // int64 as for the narrower unsigned types.
+      constexpr Wide kTopBit = Wide(9223372036854775808.0);  // 2^63
+      return wide >= kTopBit
+                 ? static_cast<uint64_t>(wide)
+                 : static_cast<uint64_t>(static_cast<int64_t>(wide));
     } else if constexpr (std::is_integral_v<Dst> &&
                          std::is_floating_point_v<Wide>) {
       // Truncate toward zero, then wrap into narrow types as torch does
@@ -66,8 +78,8 @@ tf_status Cast(const tf_call* call) {
   const auto unsupported = [&] {
     return Fail(call, TF_ERROR_UNSUPPORTED,
                 "cast: expected source and destination among bool, uint8, "
-                "int8, int16, int32, int64, float16, bfloat16, float32, "
-                "float64; found %s to %s",
+                "uint16, uint32, uint64, int8, int16, int32, int64, float16, "
+                "bfloat16, float32, float64; found %s to %s",
                 DtypeName(src), DtypeName(dst));
   };
   if (src == Dtype::kUnknown || dst == Dtype::kUnknown) return unsupported();

@@ -11,6 +11,9 @@ namespace torchferry::cuda {
 enum class Dtype {
   kBool,
   kUInt8,
+  kUInt16,
+  kUInt32,
+  kUInt64,
   kInt8,
   kInt16,
   kInt32,
@@ -28,7 +31,17 @@ inline Dtype DtypeOf(tf_dtype dtype) {
     case TF_DTYPE_BOOL:
       return dtype.bits == 8 ? Dtype::kBool : Dtype::kUnknown;
     case TF_DTYPE_UINT:
-      return dtype.bits == 8 ? Dtype::kUInt8 : Dtype::kUnknown;
+      switch (dtype.bits) {
+        case 8:
+          return Dtype::kUInt8;
+        case 16:
+          return Dtype::kUInt16;
+        case 32:
+          return Dtype::kUInt32;
+        case 64:
+          return Dtype::kUInt64;
+      }
+      return Dtype::kUnknown;
     case TF_DTYPE_INT:
       switch (dtype.bits) {
         case 8:
@@ -63,6 +76,12 @@ inline const char* DtypeName(Dtype dtype) {
       return "bool";
     case Dtype::kUInt8:
       return "uint8";
+    case Dtype::kUInt16:
+      return "uint16";
+    case Dtype::kUInt32:
+      return "uint32";
+    case Dtype::kUInt64:
+      return "uint64";
     case Dtype::kInt8:
       return "int8";
     case Dtype::kInt16:
@@ -92,13 +111,16 @@ inline size_t ElementSize(Dtype dtype) {
     case Dtype::kInt8:
       return 1;
     case Dtype::kInt16:
+    case Dtype::kUInt16:
     case Dtype::kFloat16:
     case Dtype::kBFloat16:
       return 2;
     case Dtype::kInt32:
+    case Dtype::kUInt32:
     case Dtype::kFloat32:
       return 4;
     case Dtype::kInt64:
+    case Dtype::kUInt64:
     case Dtype::kFloat64:
       return 8;
     case Dtype::kUnknown:
@@ -113,6 +135,12 @@ inline tf_dtype AbiDtype(Dtype dtype) {
       return tf_dtype{TF_DTYPE_BOOL, 8, 1};
     case Dtype::kUInt8:
       return tf_dtype{TF_DTYPE_UINT, 8, 1};
+    case Dtype::kUInt16:
+      return tf_dtype{TF_DTYPE_UINT, 16, 1};
+    case Dtype::kUInt32:
+      return tf_dtype{TF_DTYPE_UINT, 32, 1};
+    case Dtype::kUInt64:
+      return tf_dtype{TF_DTYPE_UINT, 64, 1};
     case Dtype::kInt8:
       return tf_dtype{TF_DTYPE_INT, 8, 1};
     case Dtype::kInt16:

@@ -71,6 +71,12 @@ auto DispatchAny(Dtype dtype, F&& f, G&& fallback) {
       return f(TypeTag<bool>{});
     case Dtype::kUInt8:
       return f(TypeTag<uint8_t>{});
+    case Dtype::kUInt16:
+      return f(TypeTag<uint16_t>{});
+    case Dtype::kUInt32:
+      return f(TypeTag<uint32_t>{});
+    case Dtype::kUInt64:
+      return f(TypeTag<uint64_t>{});
     case Dtype::kInt8:
       return f(TypeTag<int8_t>{});
     case Dtype::kInt16:
@@ -123,6 +129,23 @@ auto DispatchFloatInt(Dtype dtype, F&& f, G&& fallback) {
       break;
   }
   return DispatchFloat(dtype, f, fallback);
+}
+
+// DispatchFloatInt's dtypes plus uint16, uint32 and uint64, which torch
+// multiplies but does not add.
+template <typename F, typename G>
+auto DispatchFloatIntWideUnsigned(Dtype dtype, F&& f, G&& fallback) {
+  switch (dtype) {
+    case Dtype::kUInt16:
+      return f(TypeTag<uint16_t>{});
+    case Dtype::kUInt32:
+      return f(TypeTag<uint32_t>{});
+    case Dtype::kUInt64:
+      return f(TypeTag<uint64_t>{});
+    default:
+      break;
+  }
+  return DispatchFloatInt(dtype, f, fallback);
 }
 
 }  // namespace torchferry::cuda

@@ -20,12 +20,17 @@ constexpr Dtype kFloat[] = {Dtype::kFloat32, Dtype::kFloat16, Dtype::kBFloat16,
 constexpr Dtype kFloatInt[] = {Dtype::kFloat32,  Dtype::kFloat16,
                                Dtype::kBFloat16, Dtype::kFloat64,
                                Dtype::kInt32,    Dtype::kInt64};
+constexpr Dtype kFloatIntWideUnsigned[] = {
+    Dtype::kFloat32, Dtype::kFloat16, Dtype::kBFloat16,
+    Dtype::kFloat64, Dtype::kInt32,   Dtype::kInt64,
+    Dtype::kUInt16,  Dtype::kUInt32,  Dtype::kUInt64};
 constexpr Dtype kAll[] = {Dtype::kFloat32, Dtype::kFloat16, Dtype::kBFloat16,
                           Dtype::kFloat64, Dtype::kInt32,   Dtype::kInt64,
                           Dtype::kInt16,   Dtype::kInt8,    Dtype::kUInt8,
+                          Dtype::kUInt16,  Dtype::kUInt32,  Dtype::kUInt64,
                           Dtype::kBool};
 
-// Room for 64 ops of up to 16 dtypes each (kAll has ten).
+// Room for 64 ops of up to 16 dtypes each (kAll has thirteen).
 constexpr size_t kMaxKernels = 64 * 16;
 tf_kernel g_kernels[kMaxKernels];
 size_t g_num_kernels = 0;
@@ -51,7 +56,7 @@ void BuildKernelTable() {
   Register("clamp", &NoThrow<Clamp>, kFloatInt);
   Register("stack", &NoThrow<Stack>, kAll);
   Register("add", &NoThrow<Add>, kFloatInt);
-  Register("mul", &NoThrow<Mul>, kFloatInt);
+  Register("mul", &NoThrow<Mul>, kFloatIntWideUnsigned);
   Register("cast", &NoThrow<Cast>, kAll);
   Register("silu_and_mul", &NoThrow<SiluAndMul>, kFloat);
   Register("rms_norm", &NoThrow<RmsNorm>, kFloat);
