@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs every v1 op on CUDA tensors and compares the result with torch's.
+"""Runs every op on CUDA tensors and compares the result with torch's.
 
 Each op runs in every dtype its CUDA kernel carries, on contiguous,
 transposed, sliced (unaligned), stepped and broadcast operands, 0-dim and
@@ -144,9 +144,16 @@ class TorchBackend:
             r = sdpa_ref(torch, *args, **kwargs)
         # embedding and cat
         elif op == "embedding":
-            r = F.embedding(x.long(), args[1])
+            r = gather_rows(torch, F, x, args[1])
         elif op == "cat":
             r = torch.cat(x, dim=kwargs.get("dim", 0))
+        elif op == "linear":
+            r = F.linear(x.double(), *(t.double() for t in args[1:]))
+        elif op == "add_rms_norm":
+            residual, w = args[1], args[2]
+            residual.add_(x)
+            rf = residual.float() if residual.dtype != torch.float64 else residual
+            r = rf * torch.rsqrt(rf.pow(2).mean(-1, keepdim=True) + kwargs["eps"]) * w
         else:
             raise ValueError(op)
         out.copy_(r.to(out.dtype))
@@ -159,6 +166,14 @@ class TorchBackend:
 
 def dtype_name(dtype):
     return str(dtype).replace("torch.", "")
+
+
+def on_cpu(fn, *tensors, **kw):
+    """fn computed on CPU copies, the result back on the tensors' device:
+    the reference for uint16/32/64, which torch computes on CPU but need not
+    on a GPU."""
+    device = tensors[0].device
+    return fn(*(t.cpu() for t in tensors), **kw).to(device)
 
 
 class Maker:
@@ -179,8 +194,11 @@ class Maker:
             return torch.randint(0, 2, shape, device=self.device, generator=self.gen).bool()
         if low is None:
             low, high = (0, 200) if dtype == torch.uint8 else (-100, 100)
-        return torch.randint(low, high, shape, device=self.device, generator=self.gen,
-                             dtype=torch.int64).to(dtype)
+        x = torch.randint(low, high, shape, device=self.device, generator=self.gen,
+                          dtype=torch.int64)
+        if dtype_name(dtype) in WIDE_UNSIGNED:  # converted where torch surely can
+            return x.cpu().to(dtype).to(self.device)
+        return x.to(dtype)
 
     def layout(self, shape, dtype, kind, **kw):
         """contiguous | transposed | sliced (offset by one element, so
@@ -222,7 +240,7 @@ def compare(torch, got, expected, dtype, kind):
     rtol, atol = tolerance(torch, dtype, kind)
     if got.shape != expected.shape:
         raise AssertionError(f"shape {tuple(got.shape)}, expected {tuple(expected.shape)}")
-    if kind == "matmul" and dtype.is_floating_point:
+    if kind == "matmul" and dtype.is_floating_point and expected.numel():
         # Relative to the size of the products, not of each (possibly tiny) sum.
         scale = max(1.0, float(expected.double().abs().max()))
         atol = atol * scale
@@ -348,6 +366,18 @@ def binary_cases(torch, mk):
                lambda: torch.add(big, one), "exact")
     yield Case("mul", torch.int32, "int32 wraps", [big, one], {}, torch.empty_like(big),
                lambda: torch.mul(big, one), "exact")
+    # uint16/32/64: torch multiplies them (modulo 2^bits) but adds none.
+    for dtype in (torch.uint16, torch.uint32, torch.uint64):
+        for lay in LAYOUTS:
+            x = mk.layout([37, 129], dtype, lay, low=0, high=1 << 15)
+            y = mk.layout([37, 129], dtype, lay, low=0, high=1 << 15)
+            yield Case("mul", dtype, f"{lay} wraps", [x, y], {},
+                       torch.empty(37, 129, dtype=dtype, device=mk.device),
+                       lambda x=x, y=y: on_cpu(torch.mul, x, y), "exact")
+        x, y = mk.dense([4, 1, 5], dtype, low=0, high=1000), mk.dense([3, 5], dtype, low=0, high=1000)
+        yield Case("mul", dtype, "broadcast", [x, y], {},
+                   torch.empty(4, 3, 5, dtype=dtype, device=mk.device),
+                   lambda x=x, y=y: on_cpu(torch.mul, x, y), "exact")
 
 
 def fix_inplace(torch, case):
@@ -435,26 +465,42 @@ def stack_cases(torch, mk):
                    lambda xs=xs: torch.stack(xs, dim=1), "exact")
 
 
+WIDE_UNSIGNED = ("uint16", "uint32", "uint64")
+
+
 def cast_cases(torch, mk):
+    unsigned = [torch.uint8] + [getattr(torch, n) for n in WIDE_UNSIGNED]
     dtypes = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32,
-              torch.int64, torch.int16, torch.int8, torch.uint8, torch.bool]
+              torch.int64, torch.int16, torch.int8, torch.bool] + unsigned
     for src in dtypes:
         for dst in dtypes:
+            wide = dtype_name(src) in WIDE_UNSIGNED or dtype_name(dst) in WIDE_UNSIGNED
             if src.is_floating_point:
                 # Fractions of both signs (truncation toward zero), zeros (bool),
-                # all within every destination's range; non-negative for uint8.
-                low = 0 if dst == torch.uint8 else -100
+                # all within every destination's range; non-negative for unsigned.
+                low = 0 if dst in unsigned else -100
                 base = torch.arange(low * 4, 400, device=mk.device, dtype=torch.float64) / 4
                 base = base[torch.randperm(base.numel(), device=mk.device,
                                            generator=mk.gen)][:300]
                 x = base.to(src).reshape(20, 15)
             else:
-                unsigned = torch.uint8 in (src, dst)
-                x = mk.dense([20, 15], src, low=0 if unsigned else -100, high=100)
+                low = 0 if src in unsigned or dst in unsigned else -100
+                x = mk.dense([20, 15], src, low=low, high=100)
             for lay, xv in (("contiguous", x), ("transposed", x.t())):
+                ref = (lambda xv=xv, dst=dst: on_cpu(lambda t: t.to(dst), xv)) if wide \
+                    else (lambda xv=xv, dst=dst: xv.to(dst))
                 yield Case("cast", src, f"to {dtype_name(dst)} {lay}", [xv], {},
-                           torch.empty(xv.shape, dtype=dst, device=mk.device),
-                           lambda xv=xv, dst=dst: xv.to(dst), "exact")
+                           torch.empty(xv.shape, dtype=dst, device=mk.device), ref, "exact")
+    # uint64 beyond int64: 2^63 + 2^40 and 2^64 - 1 to the floats and back.
+    x = torch.tensor([2**63 + 2**40, 2**64 - 1, 3], dtype=torch.uint64, device=mk.device)
+    for dst in (torch.float64, torch.float32):
+        yield Case("cast", torch.uint64, f"beyond int64 to {dtype_name(dst)}", [x], {},
+                   torch.empty(3, dtype=dst, device=mk.device),
+                   lambda x=x, dst=dst: on_cpu(lambda t: t.to(dst), x), "exact")
+    x = torch.tensor([2.0**63 + 2.0**40, 2.0**63, 5.5], dtype=torch.float64, device=mk.device)
+    yield Case("cast", torch.float64, "to uint64 beyond int64", [x], {},
+               torch.empty(3, dtype=torch.uint64, device=mk.device),
+               lambda x=x: on_cpu(lambda t: t.to(torch.uint64), x), "exact")
     x = torch.tensor([-2.7, -0.5, 0.0, 0.5, 2.7, 1e9], device=mk.device)
     yield Case("cast", torch.float32, "truncation toward zero", [x], {},
                torch.empty(6, dtype=torch.int64, device=mk.device),
@@ -606,55 +652,68 @@ def matmul_cases(torch, mk):
                    lambda a=a, b=b, ref=ref: ref(a, b), "matmul")
 
 
+def all_dtypes(torch):
+    """The thirteen dtypes of the ABI."""
+    return [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32,
+            torch.int64, torch.int16, torch.int8, torch.uint8, torch.bool] + \
+        [getattr(torch, n) for n in WIDE_UNSIGNED]
+
+
+def gather_rows(torch, F, ids, table):
+    """F.embedding for every dtype: torch has no uint16/32/64 index_select,
+    so those tables are gathered through the signed type of their width."""
+    signed = {"uint16": torch.int16, "uint32": torch.int32, "uint64": torch.int64}
+    name = dtype_name(table.dtype)
+    if name in signed:
+        return F.embedding(ids.long(), table.view(signed[name])).view(table.dtype)
+    return F.embedding(ids.long(), table)
+
+
 # embedding and cat
 def embedding_cases(torch, mk):
     import torch.nn.functional as F
 
-    dtypes = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32,
-              torch.int64, torch.int16, torch.int8, torch.uint8, torch.bool]
-    for dtype in dtypes:
+    for dtype in all_dtypes(torch):
         table = mk.dense([50, 24], dtype)
         for id_dtype in (torch.int64, torch.int32):
             ids = torch.randint(0, 50, (3, 7), dtype=id_dtype, device=mk.device)
             yield Case("embedding", dtype, f"{dtype_name(id_dtype)} ids [3,7]", [ids, table], {},
                        torch.empty(3, 7, 24, dtype=dtype, device=mk.device),
-                       lambda ids=ids, w=table: F.embedding(ids.long(), w), "exact")
+                       lambda ids=ids, w=table: gather_rows(torch, F, ids, w), "exact")
         ids = torch.randint(0, 50, (9, 4), device=mk.device).t()
         w = mk.layout([50, 24], dtype, "transposed")
         yield Case("embedding", dtype, "transposed ids, table and out", [ids, w], {},
                    torch.empty(24, 9, 4, dtype=dtype, device=mk.device).permute(2, 1, 0),
-                   lambda ids=ids, w=w: F.embedding(ids, w), "exact")
+                   lambda ids=ids, w=w: gather_rows(torch, F, ids, w), "exact")
         ids = torch.tensor(7, device=mk.device)
         yield Case("embedding", dtype, "0-dim id", [ids, table], {},
                    torch.empty(24, dtype=dtype, device=mk.device),
-                   lambda ids=ids, w=table: F.embedding(ids, w), "exact")
+                   lambda ids=ids, w=table: gather_rows(torch, F, ids, w), "exact")
         ids = torch.empty(0, 3, dtype=torch.int64, device=mk.device)
         yield Case("embedding", dtype, "no ids", [ids, table], {},
                    torch.empty(0, 3, 24, dtype=dtype, device=mk.device),
-                   lambda ids=ids, w=table: F.embedding(ids, w), "exact")
+                   lambda ids=ids, w=table: gather_rows(torch, F, ids, w), "exact")
 
 
 def cat_cases(torch, mk):
-    dtypes = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32,
-              torch.int64, torch.int16, torch.int8, torch.uint8, torch.bool]
-    for dtype in dtypes:
+    for dtype in all_dtypes(torch):
         for dim, second in ((0, [2, 7]), (1, [5, 3]), (-1, [5, 3])):
             # contiguous, sliced and transposed inputs of different sizes at dim
             xs = [mk.dense([5, 7], dtype), mk.layout(second, dtype, "sliced"),
                   mk.layout([5, 7], dtype, "transposed")]
-            out_shape = list(torch.cat(xs, dim=dim).shape)
+            out_shape = list(torch.cat([t.cpu() for t in xs], dim=dim).shape)
             yield Case("cat", dtype, f"mixed layouts dim={dim}", [xs], {"dim": dim},
                        torch.empty(out_shape, dtype=dtype, device=mk.device),
-                       lambda xs=xs, d=dim: torch.cat(xs, dim=d), "exact")
+                       lambda xs=xs, d=dim: on_cpu(lambda *t: torch.cat(t, dim=d), *xs),
+                       "exact")
         xs = [mk.dense([0, 3], dtype), mk.dense([2, 3], dtype)]
         yield Case("cat", dtype, "an empty input", [xs], {"dim": 0},
                    torch.empty(2, 3, dtype=dtype, device=mk.device),
-                   lambda xs=xs: torch.cat(xs), "exact")
+                   lambda xs=xs: on_cpu(lambda *t: torch.cat(t), *xs), "exact")
 
 
 def noop_cases(torch, mk):
-    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32,
-                  torch.int64, torch.int16, torch.int8, torch.uint8, torch.bool):
+    for dtype in all_dtypes(torch):
         x, y = mk.dense([3, 4], dtype), mk.dense([5], dtype)
         yield Case("noop", dtype, "two tensors", [x, y], {}, None, None, "exact")
 
@@ -729,6 +788,61 @@ def attention_cases(torch, mk):
                        lambda q=q, k=k, v=v, m=mask: sdpa_ref(torch, q, k, v, m), "matmul")
 
 
+def linear_cases(torch, mk):
+    import torch.nn.functional as F
+
+    def ref(x, w, b=None):
+        return F.linear(x.double(), w.double(), None if b is None else b.double())
+
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        # decode rows, a prefill block, and a batch of 3-D input
+        for xs, (n, k) in (([1, 256], (768, 256)), ([8, 1024], (1024, 1024)),
+                           ([2, 33, 256], (688, 256)), ([5], (7, 5))):
+            for lay in ("contiguous", "transposed", "sliced"):
+                x = mk.dense(xs, dtype)
+                w = mk.layout([n, k], dtype, lay)
+                for b in (None, mk.dense([n], dtype)):
+                    args = [x, w] if b is None else [x, w, b]
+                    yield Case("linear", dtype, f"{xs} x {lay} W[{n},{k}]" +
+                               (" + bias" if b is not None else ""), args, {},
+                               torch.empty(xs[:-1] + [n], dtype=dtype, device=mk.device),
+                               lambda a=args: ref(*a), "matmul")
+        x = mk.layout([6, 64], dtype, "transposed")
+        w = mk.dense([32, 64], dtype)
+        yield Case("linear", dtype, "transposed input, strided out", [x, w], {},
+                   torch.empty(32, 6, dtype=dtype, device=mk.device).t(),
+                   lambda x=x, w=w: ref(x, w), "matmul")
+        x, w = mk.dense([0, 16], dtype), mk.dense([8, 16], dtype)
+        yield Case("linear", dtype, "no rows", [x, w], {},
+                   torch.empty(0, 8, dtype=dtype, device=mk.device), lambda x=x, w=w: ref(x, w),
+                   "matmul")
+
+
+def add_rms_norm_cases(torch, mk):
+    """residual += x, out = rms_norm(residual): both results are checked, the
+    references computed before the call writes the residual."""
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        acc = torch.float64 if dtype == torch.float64 else torch.float32
+        for shape in ([1, 256], [8, 4096], [2, 3, 5000], [300, 33]):
+            for lay in ("contiguous", "sliced", "transposed"):
+                x = mk.layout(shape, dtype, lay)
+                residual = mk.layout(shape, dtype, "contiguous" if lay == "transposed" else lay)
+                w = mk.dense([shape[-1]], dtype)
+                # The sum rounds to the dtype before the norm, as torch's two
+                # ops (x + residual, then rms_norm) do.
+                summed = (x.to(acc) + residual.to(acc)).to(dtype)
+                sf = summed.to(acc)
+                want = sf * torch.rsqrt(sf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.to(acc)
+                out = torch.empty(shape, dtype=dtype, device=mk.device)
+
+                def check(out, residual=residual, summed=summed, want=want, dtype=dtype):
+                    compare(torch, residual, summed, dtype, "elementwise")
+                    compare(torch, out, want, dtype, "reduction")
+
+                yield Case("add_rms_norm", dtype, f"{lay}{shape}", [x, residual, w],
+                           {"eps": 1e-6}, out, None, "reduction", check)
+
+
 def all_cases(torch, mk):
     import torch.nn.functional as F
 
@@ -746,6 +860,8 @@ def all_cases(torch, mk):
     yield from attention_cases(torch, mk)
     yield from embedding_cases(torch, mk)
     yield from cat_cases(torch, mk)
+    yield from linear_cases(torch, mk)
+    yield from add_rms_norm_cases(torch, mk)
 
 
 def big_index_case(torch, mk):
@@ -890,6 +1006,32 @@ def stream_checks(torch, backend, results, mk):
                 results.add(op, dtype, name, "error", f"{type(e).__name__}: {e}")
 
 
+def embedding_range_check(torch, backend, results, mk):
+    """An id past the table is an error naming it and the table's size, and
+    out keeps what it held."""
+    table = mk.dense([50, 24], torch.float32)
+    ids = torch.tensor([[3, 49], [50, 0]], device=mk.device)
+    out = torch.full((2, 2, 24), 7.0, device=mk.device)
+    name = "id 50 of a 50-row table"
+    try:
+        backend.run("embedding", [ids, table], {}, out, None)
+        if out.is_cuda:
+            torch.cuda.synchronize()
+        results.add("embedding", torch.float32, name, "fail", "no error was raised")
+        return
+    except Exception as e:
+        message = str(e)
+    if out.is_cuda:
+        torch.cuda.synchronize()
+    if "50" not in message or "rows" not in message:
+        results.add("embedding", torch.float32, name, "fail",
+                    f"the error does not name the id and the table size: {message}")
+    elif not bool((out == 7.0).all()):
+        results.add("embedding", torch.float32, name, "fail", "out was written")
+    else:
+        results.add("embedding", torch.float32, name, "pass")
+
+
 def other_device_check(torch, backend, results, mk):
     """With two GPUs: tensors on cuda:1 while cuda:0 is current."""
     if torch.cuda.device_count() < 2:
@@ -971,6 +1113,8 @@ def main(argv=None):
     for case in all_cases(torch, mk):
         if wanted is None or case.op in wanted:
             run_case(torch, backend, results, case, served=served)
+    if args.backend == "torchferry" and (wanted is None or "embedding" in wanted):
+        embedding_range_check(torch, backend, results, mk)  # our error's words
     if not on_cpu and not args.no_big and (wanted is None or "add" in wanted):
         case, why = big_index_case(torch, mk)
         if case is None:
