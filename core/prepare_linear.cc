@@ -47,21 +47,29 @@ bool Collapse(const tf_tensor& v, int first, int last, int64_t* size,
 }
 
 // The leading dims (all but the last) of `v` as [B, M]: all of them as M
-// when they nest, else the last as M and the others as B.
+// (kAllInM), the last as M and the others as B (kLastInM), or the last two
+// as B and M with the host repeating the call over the others (kLastTwo).
+// The first two need the dims they collapse to nest.
+enum class Split { kAllInM, kLastInM, kLastTwo };
 struct Rows {
   int64_t batch, batch_stride, m, m_stride;
 };
-bool LeadingAsRows(const tf_tensor& v, bool all_in_m, Rows* r) {
+bool LeadingAsRows(const tf_tensor& v, Split split, Rows* r) {
   const int lead = v.ndim - 1;
-  bool ok;
-  if (all_in_m) {
+  bool ok = true;
+  if (split == Split::kAllInM) {
     r->batch = 1;
     r->batch_stride = 0;
     ok = Collapse(v, 0, lead, &r->m, &r->m_stride);
   } else {
     r->m = v.shape[lead - 1];
     r->m_stride = v.strides[lead - 1];
-    ok = Collapse(v, 0, lead - 1, &r->batch, &r->batch_stride);
+    if (split == Split::kLastInM) {
+      ok = Collapse(v, 0, lead - 1, &r->batch, &r->batch_stride);
+    } else {
+      r->batch = v.shape[lead - 2];
+      r->batch_stride = v.strides[lead - 2];
+    }
   }
   // One row: no address depends on its stride; give it the one a dense
   // matrix would have, so that a GEMM library (which refuses a zero stride)
@@ -154,20 +162,29 @@ bool PrepareLinear(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
     xr = Rows{1, 0, 1, std::max<int64_t>(1, k * xv.strides[0])};
     outr = Rows{1, 0, 1, std::max<int64_t>(1, n * f.output().strides[0])};
   } else {
-    ok = LeadingAsRows(xv, true, &xr) && LeadingAsRows(f.output(), true, &outr);
+    ok = LeadingAsRows(xv, Split::kAllInM, &xr) &&
+         LeadingAsRows(f.output(), Split::kAllInM, &outr);
     if (!ok && xv.ndim >= 3) {
-      ok = LeadingAsRows(xv, false, &xr) &&
-           LeadingAsRows(f.output(), false, &outr);
+      ok = LeadingAsRows(xv, Split::kLastInM, &xr) &&
+           LeadingAsRows(f.output(), Split::kLastInM, &outr);
     }
-  }
-  if (!ok) {
-    return RaiseError(
-        PyExc_ValueError,
-        fmt::format("{}(): the leading dims of input (shape {}) and out "
-                    "cannot both be viewed as [batch, rows] without a copy; "
-                    "expected them to nest (as after .contiguous()), at "
-                    "most one dim apart",
-                    op, ShapeText(xv.ndim, xv.shape)));
+    if (!ok) {
+      // At least 4-D (3-D always takes kLastInM): the kernel gets the last
+      // two leading dims and the dispatcher repeats it over the others, as
+      // matmul does for batch dims that do not nest.
+      LeadingAsRows(xv, Split::kLastTwo, &xr);
+      LeadingAsRows(f.output(), Split::kLastTwo, &outr);
+      CallFrame::Repeat& r = f.repeat;
+      r.ndim = xv.ndim - 3;
+      r.num_tensors = 2;
+      r.tensors[0] = &x->view;
+      r.tensors[1] = &f.output();
+      for (int d = 0; d < r.ndim; ++d) {
+        r.sizes[d] = xv.shape[d];
+        r.strides[0][d] = xv.strides[d];
+        r.strides[1][d] = f.output().strides[d];
+      }
+    }
   }
   const int64_t x_col = xv.strides[xv.ndim - 1];
   const int64_t out_col = f.output().strides[f.output().ndim - 1];
@@ -184,7 +201,9 @@ bool PrepareLinear(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   f.inputs[2] = bias != nullptr ? TensorArg(bias) : NoneArg();
   f.num_inputs = 3;
   f.dispatch_ref = x;
-  f.work = xr.batch * xr.m * n * (k + 1);
+  int64_t calls = 1;
+  for (int d = 0; d < f.repeat.ndim; ++d) calls *= f.repeat.sizes[d];
+  f.work = calls * xr.batch * xr.m * n * (k + 1);
   return true;
 }
 

@@ -182,9 +182,9 @@ inline constexpr OpEntry kOpTable[] = {
      "weight with batch stride 0 (a matmul kernel takes it as is); bias "
      "`TF_ARG_NONE` or [N]. out: [B, M, N]. The host views input [..., K] "
      "and out [..., N] as [B, M, ...] (every leading dim in M when their "
-     "strides nest, else the last in M and the others in B) and refuses "
-     "leading dims that take neither. out = x @ w + bias; accumulate in at "
-     "least float32."},
+     "strides nest, else the last in M and the others in B when those nest, "
+     "else the last two as B and M and the host repeats the call over the "
+     "others). out = x @ w + bias; accumulate in at least float32."},
     // embedding and cat.
     {"embedding(Tensor input, Tensor weight) -> Tensor", DtypeRule::kAny,
      AliasRule::kNone, Geometry::kEmbedding,

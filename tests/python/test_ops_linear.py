@@ -113,14 +113,23 @@ def test_wrong_out_shape_is_refused():
         ops.linear(rand(4, 8), rand(3, 8), out=torch.empty(4, 4))
 
 
-def test_leading_dims_that_nest_in_no_way_are_refused_with_the_fix():
-    # [2, 3, 4, K] permuted so that neither every leading dim nor all but the
-    # last collapse.
+def test_leading_dims_that_nest_in_no_way_repeat_the_call():
+    # [3, 2, 4, K] and [2, 3, 2, 4, K] permuted so that neither every leading
+    # dim nor all but the last collapse: the kernel takes the last two and
+    # the host repeats it over the others.
     x = rand(4, 2, 3, 8).permute(1, 0, 2, 3).transpose(0, 2)
     assert not x.is_contiguous()
-    with pytest.raises(ValueError, match="contiguous"):
-        ops.linear(x, rand(5, 8))
-    check(x.contiguous(), rand(5, 8))
+    for bias in (None, rand(5)):
+        check(x, rand(5, 8), bias)
+    x5 = rand(3, 2, 4, 2, 8).permute(1, 0, 3, 2, 4)
+    check(x5, rand(6, 8), rand(6))
+    check(x5[:, :, 1:], rand(6, 8))  # an offset into the repeated dims
+    # out strided the other way from input; every element written once
+    xin, w = x5.transpose(1, 2), rand(6, 8)
+    out = torch.full((2, 3, 2, 4, 6), float("nan")).permute(0, 2, 1, 3, 4)
+    assert ops.linear(xin, w, out=out) is out
+    torch.testing.assert_close(out, REFERENCES["linear"](xin, w, None), **tol(torch.float32))
+    check(rand(0, 3, 4, 8).permute(2, 0, 1, 3), rand(5, 8))  # an empty repeated dim
 
 
 def test_requires_grad_is_refused_under_grad_mode():
