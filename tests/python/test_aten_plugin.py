@@ -95,6 +95,17 @@ def test_every_op_through_aten_when_cpu_is_excluded(strategy):
                 "softmax": (ops.softmax(x, 0), x.float().softmax(0).to(dt)),
                 "matmul": (ops.matmul(a, b), (a.float() @ b.float()).to(dt)),
             }}
+            # torch.matmul's other rules: 1-D operands, and 4-D batch dims
+            # that broadcast and, permuted, do not nest (the call repeats).
+            v = torch.randn(5, generator=g).to(dt)
+            q = torch.randn(2, 3, 4, 5, generator=g).to(dt).transpose(0, 1)
+            k = torch.randn(3, 1, 5, 7, generator=g).to(dt)
+            for name, (l, r) in {{"1-D @ 3-D": (v, a.transpose(1, 2)), "3-D @ 1-D": (a, v),
+                                 "1-D @ 1-D": (v, v), "4-D @ 4-D": (q, k)}}.items():
+                pairs[f"matmul {{name}}"] = (ops.matmul(l, r), (l.float() @ r.float()).to(dt))
+            x4 = torch.randn(4, 2, 3, 5, generator=g).to(dt).permute(1, 0, 2, 3).transpose(0, 2)
+            w4 = torch.randn(6, 5, generator=g).to(dt)
+            pairs["linear 4-D permuted"] = (ops.linear(x4, w4), F.linear(x4.float(), w4.float()).to(dt))
             out = torch.empty(6, 8, dtype=torch.float64)
             pairs["cast"] = (ops.cast(x, out=out), x.to(torch.float64))
             for op, (got, want) in pairs.items():
