@@ -4,24 +4,52 @@ front to back (fuzz/byte_reader.h), one field per read; a seed spells those
 fields out in the order the target reads them, so that fuzzing starts from
 every case worth having instead of from nothing.
 
-    python tests/hardening/make_corpus.py     # rewrites the seed files
+    python tests/hardening/make_corpus.py          # rewrites the seed files
+    python tests/hardening/make_corpus.py --check  # are they what it writes?
+
+The op an op byte picks comes from loader/op_table.h, read here as the fuzz
+targets read it (kOpTable's order), so a new op moves no seed onto another.
 """
 
 import os
 import re
 import struct
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-def _op_names():
-    """The built-in ops in table order: each entry of loader/op_table.h opens
-    with its schema, whose name is the op's."""
-    with open(os.path.join(HERE, "..", "..", "loader", "op_table.h"), encoding="utf-8") as f:
-        table = f.read().split("kOpTable[] = {", 1)[1]
-    return re.findall(r'^    \{"([a-z0-9_]+)\(', table, flags=re.M)
+OP_TABLE = os.path.join(HERE, "..", "..", "loader", "op_table.h")
 
 
-OPS = _op_names()
+def _op_table():
+    """The built-in ops of loader/op_table.h in table order, the order the
+    fuzz targets pick them in (an op byte b names kOpTable[b % kNumOps]):
+    (name, schema, geometry) each. An entry opens with its schema, one or
+    more adjacent string literals, and names one Geometry::."""
+    with open(OP_TABLE, encoding="utf-8") as f:
+        table = f.read().split("kOpTable[] = {", 1)[1].split("\n};", 1)[0]
+    starts = [m.start() for m in re.finditer(r"^    \{", table, flags=re.M)]
+    ops = []
+    for start, end in zip(starts, starts[1:] + [len(table)]):
+        entry = table[start:end]
+        m = re.match(r'    \{((?:\s*"(?:[^"\\]|\\.)*")+)\s*,', entry)
+        geometry = re.findall(r"\bGeometry::(k[A-Za-z]+)", entry)
+        if m is None or len(geometry) != 1:
+            raise ValueError(f"loader/op_table.h: cannot read the entry {entry[:60]!r}")
+        schema = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1)))
+        ops.append((schema.split("(", 1)[0], schema, geometry[0]))
+    return ops
+
+
+OP_TABLE_ENTRIES = _op_table()
+OPS = [name for name, _, _ in OP_TABLE_ENTRIES]
+
+
+def op_of_seed(name):
+    """The op a call_args seed's file name says (the longest op name it
+    starts with, then "_"), or None."""
+    named = [op for op in OPS if name.startswith(op + "_")]
+    return max(named, key=len) if named else None
 
 # --- fuzz_descriptor ---------------------------------------------------------
 # Dtype indices into kKnownDtypes: 0 float32, 1 float64, 2 float16, 3 bfloat16,
@@ -204,29 +232,40 @@ def descriptor_seeds():
 
 
 # --- fuzz_call_args ----------------------------------------------------------
-# Read order (fuzz_call_args.cc, Call::Build): op; then per tensor its dtype
-# (where it has its own), rank and dims (where they are not another
-# tensor's), layout and fill; attributes after the tensors they go with; the
-# out's kind last. Past the end every read is 0, so these spell out the fields
-# and let zeros (or the filler) do the rest: a seed per op and dtype family.
+# Read order (fuzz_call_args.cc, Call::Build, one case per Geometry): op; then
+# per tensor its dtype (where it has its own), rank and dims (where they are
+# not another tensor's), layout and fill; attributes after the tensors they go
+# with; the out's kind last. Past the end every read is 0, so these spell out
+# the fields and let zeros (or the filler) do the rest: a seed per op and dtype
+# family.
 #
-# Byte meanings: dtype index (0 float32 .. 9 bool; "mostly float" dtypes take a
-# byte first, nonzero for a float dtype index 0..3); Rank byte r -> r % 5; Dim
-# byte v -> 1 + v % 5 (0 when v % 16 == 0); then per tensor slack (Pick 4: 1 =
-# none), layout (Pick 6: 0 compact, 1 transposed (two swap bytes follow),
-# 3 expanded, 4 sliced), fill seed, extreme (Pick 8: 1 = small values); out
-# kind (Pick 16: 5 = fresh, 3 = an input's view, 4 = it shifted, 0 = wrong).
+# Byte meanings: op byte b -> kOpTable[b % kNumOps] (OPS, read from the table);
+# dtype index (0 float32 .. 9 bool, 10..12 uint16..uint64; "mostly float"
+# dtypes take a byte first, nonzero for a float dtype index 0..3); Rank byte
+# r -> r % 5; Dim byte v -> 1 + v % 5 (0 when v % 16 == 0); then per tensor
+# slack (Pick 4: 1 = none), layout (Pick 6: 0 compact, 1 transposed (two swap
+# bytes follow, from rank 2), 3 expanded (a byte per dim, 0 = stride 0),
+# 4 sliced (a step byte)), fill seed, extreme (Pick 8: 1 = small values); out
+# kind (Pick 16: 5 = fresh, 3 = an input's view (the input's index follows),
+# 4 = it shifted, 0 = wrong).
 
 OUT = {"fresh": bytes([5]), "alias": bytes([3, 0]), "shifted": bytes([4, 0]), "wrong": bytes([0, 1, 2])}
 
 
-def layout_bytes(layout=0):
-    extra = {1: bytes([0, 1]), 3: bytes([0, 1])}.get(layout, b"")  # swaps; expanded dims
+def layout_bytes(layout=0, ndim=2):
+    if layout == 1:
+        extra = bytes([0, 1]) if ndim >= 2 else b""  # swap dims 0 and 1
+    elif layout == 3:
+        extra = bytes([0] + [1] * (ndim - 1)) if ndim else b""  # dim 0 expanded
+    elif layout == 4:
+        extra = bytes([1]) if ndim else b""  # every other element
+    else:
+        extra = b""
     return bytes([1, layout]) + extra + bytes([7, 1])
 
 
 def shaped(rank, dims, layout=0):
-    return bytes([rank]) + bytes(dims) + layout_bytes(layout)
+    return bytes([rank]) + bytes(dims) + layout_bytes(layout, rank % 5)
 
 
 def mostly_float(dtype):
@@ -237,35 +276,39 @@ def number(value_byte=24):  # Pick 8 = 5: a small number, (24 - 16) / 4
     return bytes([5, value_byte])
 
 
-def call_body(op, dtype, layout=0):
-    """The bytes after the op byte, for an accepted call of `op`."""
+def call_body(op, geometry, dtype, layout=0):
+    """The bytes after the op byte, for an accepted call of `op` (one with the
+    `geometry` of its loader/op_table.h entry: Call::Build reads by
+    geometry). `layout` goes to the first tensor (embedding's table)."""
     x = shaped(2, [2, 3], layout)  # a [3, 4] tensor
-    if op in ("abs", "neg", "exp", "silu"):
+    if geometry == "kSameShape":
         return bytes([dtype]) + x
-    if op in ("add", "mul"):
+    if geometry == "kBroadcast":
         # a tensor (1), partner kind 5 (keep the dims), drop byte, a byte per
-        # dim (nonzero: keep it), same dtype (1)
+        # dim (nonzero: keep it), same dtype (1); no swap; add's alpha
         partner = bytes([1, 5, 0, 1, 1, 1]) + layout_bytes()
         alpha = bytes([1]) + number() if op == "add" else b""
         return bytes([dtype]) + x + partner + bytes([0]) + alpha
-    if op == "clamp":  # min a number, max a tensor broadcast along dim 1
+    if geometry == "kClamp":  # min a number, max a tensor broadcast along dim 1
         return bytes([dtype]) + x + bytes([1, 2]) + number(20) + bytes([5, 0, 1, 0]) + layout_bytes()
-    if op == "stack":  # two [1, 2] tensors along dim 0
-        return bytes([dtype, 1, 1]) + shaped(2, [0x10 + 5, 1]) + bytes([1]) + layout_bytes() + bytes([4])
-    if op == "cast":  # to float32, out given
+    if geometry == "kStack":  # two [2, 2] tensors along dim 0
+        return (bytes([dtype, 1, 1]) + shaped(2, [0x10 + 5, 1], layout) + bytes([1]) + layout_bytes()
+                + bytes([4]))
+    if geometry == "kCast":  # to float32, out given
         return bytes([dtype]) + x + bytes([1, 0])
-    if op == "silu_and_mul":
-        return mostly_float(dtype) + bytes([2, 2, 3, 1]) + layout_bytes()
-    if op == "rms_norm":
-        return mostly_float(dtype) + bytes([2, 2, 3]) + layout_bytes() + bytes([1]) + layout_bytes() + bytes([1, 1])
-    if op == "softmax":
+    if geometry == "kLastDimHalved":  # [3, 8]
+        return mostly_float(dtype) + bytes([2, 2, 3, 1]) + layout_bytes(layout)
+    if geometry == "kRowNorm":  # x [3, 4], weight [4], eps 1e-6
+        return (mostly_float(dtype) + bytes([2, 2, 3]) + layout_bytes(layout) + bytes([1])
+                + layout_bytes(ndim=1) + bytes([1, 1]))
+    if geometry == "kSoftmax":  # dim -1
         return mostly_float(dtype) + x + bytes([1, 2])
-    if op == "matmul":  # [3, 4] x [4, 5]
+    if geometry == "kMatmul":  # [3, 4] x [4, 5]
         return mostly_float(dtype) + bytes([2, 3, 4, 0, 0, 1, 1]) + layout_bytes(layout) + bytes([1]) + layout_bytes()
-    if op == "noop":
-        return bytes([2]) + (bytes([dtype]) + x) * 2
+    if geometry == "kNoop":  # two tensors
+        return bytes([2]) + bytes([dtype]) + x + bytes([dtype]) + shaped(2, [2, 3])
     # attention
-    if op == "rotary_embedding":  # x [3, 4], cos and sin [3, 2], interleaved
+    if geometry == "kRotary":  # x [3, 4], cos and sin [3, 2], interleaved
         # cos: no shrink, keep every dim, not random; sin: not random, x's dtype
         return (
             mostly_float(dtype)
@@ -277,37 +320,80 @@ def call_body(op, dtype, layout=0):
             + layout_bytes()
             + bytes([1, 1])
         )
-    if op == "scaled_dot_product_attention":  # [2, 3, 4, 4] x [2, 3, 5, 4], bool mask
+    if geometry == "kAttention":  # [2, 3, 4, 4] x [2, 3, 5, 4], bool mask
         dims = bytes([1, 2, 3, 4, 3, 1, 1, 1, 1])  # b h l s e, no GQA group, Ev = E, 4-D
-        mask = bytes([0, 1, 1, 1]) + layout_bytes()  # a [1, 4, 5] bool mask
+        mask = bytes([0, 1, 1, 1]) + layout_bytes(ndim=3)  # a [1, 4, 5] bool mask
         return (
             mostly_float(dtype)
             + dims
-            + layout_bytes(layout)
-            + layout_bytes()
+            + layout_bytes(layout, 4)
+            + layout_bytes(ndim=4)
             + bytes([1])
-            + layout_bytes()
+            + layout_bytes(ndim=4)
             + mask
             + bytes([0, 1, 1, 0])
         )
-    if op == "embedding":  # int32 ids [3] (small values, some past the table) into a [4, 3] table of dtype
-        return bytes([1, 1]) + shaped(1, [2], layout) + bytes([1, 3, 2, dtype]) + layout_bytes()
-    if op == "cat":  # [2, 3] and [2, 3] along dim 0: item kinds 2, sizes at dim 0 differ
+    # linear
+    if geometry == "kLinear":  # x [3, 4] @ weight [5, 4].T + bias [5]
+        return linear_body(dtype, layout)
+    if geometry == "kAddRowNorm":  # residual [3, 4] += x [3, 4], weight [4], eps 1e-6
+        return add_rms_norm_body(dtype, layout)
+    # embedding and cat
+    if geometry == "kEmbedding":  # int32 ids [3] (small values, some past the table) into a [4, 3] table of dtype
+        return bytes([1, 1]) + shaped(1, [2]) + bytes([1, 3, 2, dtype]) + layout_bytes(layout)
+    if geometry == "kCat":  # [2, 3] and [2, 3] along dim 0: item kinds 2, sizes at dim 0 differ
         return (bytes([dtype, 1, 1, 2]) + bytes([2, 1, 2, 0]) + layout_bytes(layout) + bytes([2, 1])
                 + layout_bytes() + bytes([3]))
-    raise ValueError(f"no seed recipe for op {op}; add one to call_body")
+    raise ValueError(f"no seed recipe for op {op} (Geometry::{geometry}); add one to call_body")
+
+
+def linear_body(dtype, layout=0, rank=2, dims=(2, 3), bias=True):
+    """k 4, n 5 (Dim bytes 3, 4); x of `rank` and `dims` with its last dim
+    made k; weight [n, k] of x's dtype; bias [n] or none."""
+    b = mostly_float(dtype) + bytes([3, 4, rank]) + bytes(dims) + bytes([1, 1, 1])
+    b += layout_bytes(layout, rank) + bytes([1]) + layout_bytes()
+    return b + (bytes([1, 1]) + layout_bytes(ndim=1) if bias else bytes([0]))
+
+
+def add_rms_norm_body(dtype, layout=0, residual_layout=0):
+    """x [3, 4]; residual of its shape and dtype; weight [4]; eps given."""
+    return (mostly_float(dtype) + bytes([2, 2, 3]) + layout_bytes(layout) + bytes([1, 1])
+            + layout_bytes(residual_layout) + bytes([1]) + layout_bytes(ndim=1) + bytes([1]))
 
 
 def call_seeds():
+    """Named <op>_<case>: the op byte of each is the op's index in OPS, and
+    fuzz_call_args refuses to start on a seed whose op byte names another op
+    than its file name does."""
     seeds = {}
-    for op_index, op in enumerate(OPS):
+    for op_index, (op, _, geometry) in enumerate(OP_TABLE_ENTRIES):
+        def seed(body, out="fresh"):  # out: a key of OUT, or its bytes
+            return bytes([op_index]) + body + OUT.get(out, out)
+
         for dtype, label in ((0, "f32"), (6, "i32"), (2, "f16")):
-            seeds[f"{op}_{label}"] = bytes([op_index]) + call_body(op, dtype) + OUT["fresh"]
+            seeds[f"{op}_{label}"] = seed(call_body(op, geometry, dtype))
         # A transposed and an expanded input, an aliasing out, a wrong out.
-        seeds[f"{op}_transposed"] = bytes([op_index]) + call_body(op, 0, layout=1) + OUT["fresh"]
-        seeds[f"{op}_expanded"] = bytes([op_index]) + call_body(op, 1, layout=3) + OUT["fresh"]
+        seeds[f"{op}_transposed"] = seed(call_body(op, geometry, 0, layout=1))
+        seeds[f"{op}_expanded"] = seed(call_body(op, geometry, 1, layout=3))
         for kind in ("alias", "shifted", "wrong"):
-            seeds[f"{op}_{kind}_out"] = bytes([op_index]) + call_body(op, 0) + OUT[kind]
+            seeds[f"{op}_{kind}_out"] = seed(call_body(op, geometry, 0), kind)
+        # The cases of an op's own preparation.
+        if geometry == "kLinear":
+            seeds[f"{op}_no_bias"] = seed(linear_body(0, bias=False))
+            seeds[f"{op}_one_row"] = seed(linear_body(0, dims=(5, 3)))  # x [1, 4]
+            # x [2, 3, 4] with dims 0 and 1 swapped: its leading dims do not
+            # nest, so they go in as [B, M].
+            seeds[f"{op}_batched_transposed"] = seed(linear_body(0, layout=1, rank=3, dims=(1, 2, 3)))
+        if geometry == "kAddRowNorm":
+            # residual is written in place: an expanded one, or an out that is
+            # the residual, must be refused.
+            seeds[f"{op}_expanded_residual"] = seed(add_rms_norm_body(0, residual_layout=3))
+            seeds[f"{op}_out_is_residual"] = seed(add_rms_norm_body(0), bytes([3, 1]))
+            seeds[f"{op}_bf16"] = seed(add_rms_norm_body(3))
+    for name, data in seeds.items():
+        named, picked = op_of_seed(name), OPS[data[0] % len(OPS)]
+        if named != picked:
+            raise ValueError(f"call_args seed {name} picks op {picked}, not {named}")
     return seeds
 
 
@@ -360,10 +446,7 @@ def dlpack_seeds():
 
 
 def schema_seeds():
-    with open(os.path.join(HERE, "..", "..", "loader", "op_table.h"), encoding="utf-8") as f:
-        table = f.read().split("kOpTable[] = {", 1)[1]
-    builtin = re.findall(r'^    \{"([a-z0-9_]+\(.*?\) -> [^"]*)"', table, flags=re.M)
-    seeds = {f"builtin_{s.split('(')[0]}": s.encode() for s in builtin}
+    seeds = {f"builtin_{name}": schema.encode() for name, schema, _ in OP_TABLE_ENTRIES}
     seeds.update({
         "declared": b"acme::fused_gelu(Tensor x, Tensor? bias=None, *, float a=1.0, bool exact=True) -> Tensor",
         "written": b"acme::axpy(Tensor x, *, Scalar a=2, Tensor(a!) out) -> Tensor(a!)",
@@ -374,6 +457,14 @@ def schema_seeds():
         "nul": b"f(Tensor x)\x00 -> Tensor",
     })
     return seeds
+
+
+CORPORA = {
+    "descriptor": descriptor_seeds,
+    "call_args": call_seeds,
+    "schema": schema_seeds,
+    "dlpack_import": dlpack_seeds,
+}
 
 
 def write(folder, seeds):
@@ -387,8 +478,39 @@ def write(folder, seeds):
     print(f"{len(seeds)} seeds in tests/hardening/corpus/{folder}")
 
 
+def check(folder, seeds):
+    """The differences between the seeds on disk and `seeds`, one line each;
+    for call_args, also each seed on disk whose op byte picks another op than
+    its name says."""
+    path = os.path.join(HERE, "corpus", folder)
+    on_disk = {}
+    for name in sorted(os.listdir(path)):
+        with open(os.path.join(path, name), "rb") as f:
+            on_disk[name] = f.read()
+    problems = [f"{folder}/{name}: missing" for name in sorted(set(seeds) - set(on_disk))]
+    problems += [f"{folder}/{name}: not written by make_corpus.py"
+                 for name in sorted(set(on_disk) - set(seeds))]
+    problems += [f"{folder}/{name}: stale" for name in sorted(set(seeds) & set(on_disk))
+                 if seeds[name] != on_disk[name]]
+    if folder == "call_args":
+        for name, data in on_disk.items():
+            named, picked = op_of_seed(name), OPS[(data[:1] or b"\0")[0] % len(OPS)]
+            if named != picked:
+                problems.append(f"{folder}/{name}: its op byte picks {picked}, not {named}")
+    return problems
+
+
 if __name__ == "__main__":
-    write("descriptor", descriptor_seeds())
-    write("call_args", call_seeds())
-    write("schema", schema_seeds())
-    write("dlpack_import", dlpack_seeds())
+    if sys.argv[1:] == ["--check"]:
+        corpora = {folder: make() for folder, make in CORPORA.items()}
+        problems = [p for folder, seeds in corpora.items() for p in check(folder, seeds)]
+        for p in problems:
+            print(p)
+        total = sum(map(len, corpora.values()))
+        print(f"corpus: {total} seeds, {len(problems)} problems"
+              + (" (python tests/hardening/make_corpus.py rewrites them)" if problems else ""))
+        sys.exit(1 if problems else 0)
+    if sys.argv[1:]:
+        sys.exit(__doc__)
+    for folder, make in CORPORA.items():
+        write(folder, make())

@@ -34,6 +34,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <string>
@@ -951,9 +953,56 @@ void Call::Run() {
   CallKernel(g_example);
 }
 
+// The seeds of tests/hardening/corpus/call_args are named <op>_<case> by
+// make_corpus.py. Their first byte picks the op (Run()); one whose byte picks
+// another op than its name says (the op table grew, the seed did not) would
+// fuzz that other op, unnoticed. Checks every file so named among the inputs
+// and corpus folders on the command line.
+void CheckSeedNames(int argc, char** argv) {
+  namespace fs = std::filesystem;
+  auto check = [](const fs::path& file) {
+    const std::string name = file.filename().string();
+    std::string_view named;
+    for (size_t i = 0; i < kNumOps; ++i) {
+      const std::string_view op = OpName(static_cast<OpId>(i));
+      if (op.size() > named.size() && name.size() > op.size() &&
+          name.compare(0, op.size(), op) == 0 && name[op.size()] == '_') {
+        named = op;
+      }
+    }
+    if (named.empty()) return;  // not a seed (libFuzzer names by hash)
+    std::ifstream in(file, std::ios::binary);
+    const int first = in.get();
+    const uint8_t byte = first == EOF ? 0 : static_cast<uint8_t>(first);
+    const std::string_view picked = OpName(static_cast<OpId>(byte % kNumOps));
+    if (picked != named) {
+      std::fprintf(stderr,
+                   "fuzz_call_args: seed %s picks op %s (byte %d), not %s; "
+                   "python tests/hardening/make_corpus.py rewrites the "
+                   "seeds\n",
+                   file.string().c_str(), std::string(picked).c_str(), byte,
+                   std::string(named).c_str());
+      std::exit(2);
+    }
+  };
+  for (int i = 1; i < argc; ++i) {
+    if (argv[i][0] == '-') continue;  // a libFuzzer flag
+    std::error_code error;
+    const fs::path path(argv[i]);
+    if (fs::is_directory(path, error)) {
+      for (const auto& entry : fs::directory_iterator(path, error)) {
+        if (entry.is_regular_file(error)) check(entry.path());
+      }
+    } else if (fs::is_regular_file(path, error)) {
+      check(path);
+    }
+  }
+}
+
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+  CheckSeedNames(*argc, *argv);
   Py_InitializeEx(0);
   const char* cpu = std::getenv("TF_TEST_CPU_PLUGIN");
   const char* example = std::getenv("TF_TEST_EXAMPLE_C_PLUGIN");
