@@ -6,6 +6,7 @@ print a sentinel at the end.
 Run as a script (python test_hostile_inputs.py) it plays the whole set on
 every bridge path and prints the tally."""
 
+import os
 import sys
 import warnings
 from dataclasses import dataclass
@@ -18,6 +19,9 @@ import torch.nn.functional as F
 
 from torchferry import bridge, ops, plugins
 from conftest import HOSTILE_TALLY, PATHS, make, no_handle_leak, run_python
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "hardening"))
+from forged_dlpack import Forged  # noqa: E402
 
 SENTINEL = "HOSTILE SET DONE: the process survived"
 
@@ -128,6 +132,81 @@ def grad_out():
 
 def many_dims(n):
     return torch.ones([1] * n)
+
+
+def freed(shape):
+    """A tensor whose storage was resized to 0 bytes under it, as FSDP frees
+    a sharded parameter's."""
+    t = make(shape)
+    t.untyped_storage().resize_(0)
+    return t
+
+
+def memory_of(t):
+    """What a refused call must leave as it was: all of the buffer `t` views,
+    or None where `t` has no memory here to read (freed, meta, a wrapper
+    subclass, a foreign DLPack producer, not a tensor)."""
+    if isinstance(t, np.ndarray):
+        return t
+    if type(t) not in (torch.Tensor, torch.nn.Parameter) or t.device.type != "cpu":
+        return None
+    base = t if t._base is None else t._base
+    return base if base.untyped_storage().nbytes() else None
+
+
+def untouched(call, *given):
+    """call(), which is to refuse: if it changed any tensor of `given` (all
+    the memory each views), that is the finding, in place of the refusal."""
+    watched = [(m, m.copy() if isinstance(m, np.ndarray) else m.detach().clone())
+               for m in map(memory_of, given) if m is not None]
+    try:
+        return call()
+    finally:
+        for m, saved in watched:
+            same = np.array_equal(m, saved) if isinstance(m, np.ndarray) else torch.equal(m.detach(), saved)
+            if not same:
+                raise AssertionError(f"the call changed a tensor it was given: {saved.tolist()} became {m.tolist()}")
+
+
+def linear_with(**given):
+    """linear of a [2, 4] input by a [3, 4] weight plus a [3] bias, any of
+    them (or out) replaced by `given`; nothing it is given may change."""
+    a = dict(input=make((2, 4)), weight=make((3, 4)), bias=make((3,)))
+    a.update(given)
+    x, w, b = a.pop("input"), a.pop("weight"), a.pop("bias")
+    return untouched(lambda: ops.linear(x, w, b, **a), x, w, b, a.get("out"))
+
+
+def add_rms_norm_with(**given):
+    """add_rms_norm of a [3, 8] input and residual with an [8] weight, any of
+    them (or eps, out) replaced by `given`; nothing it is given may change,
+    the residual it writes above all."""
+    a = dict(input=make((3, 8)), residual=make((3, 8)), weight=make((8,)))
+    a.update(given)
+    x, r, w = a.pop("input"), a.pop("residual"), a.pop("weight")
+    return untouched(lambda: ops.add_rms_norm(x, r, w, **a), x, r, w, a.get("out"))
+
+
+def add_rms_norm_eps(eps, reference=False):
+    """add_rms_norm with this eps, or torch's two calls when `reference`, on
+    the same inputs. torch takes a non-finite eps, so torchferry may too; then
+    the residual must be residual + input exactly and out torch's, NaN where
+    torch's is (NaN made comparable); a refusal leaves the residual as it was."""
+    g = torch.Generator().manual_seed(11)
+    x, residual, weight = make((3, 8), gen=g), make((3, 8), gen=g), make((8,), gen=g)
+    total, saved = residual + x, residual.clone()
+    if reference:
+        out = F.rms_norm(total, (8,), weight, eps)
+    else:
+        try:
+            out = ops.add_rms_norm(x, residual, weight, eps=eps)
+        except ValueError:
+            if not torch.equal(residual, saved):
+                raise AssertionError("the refused call changed the residual") from None
+            raise
+        if not torch.equal(residual, total):
+            raise AssertionError(f"residual is not residual + input after the call: {residual.tolist()}")
+    return out.nan_to_num(nan=1234.5)
 
 
 I32, I64, F64 = torch.int32, torch.int64, torch.float64
@@ -486,6 +565,143 @@ CASES = [
     Case("cat_out_aliases_input", lambda: (lambda o: ops.cat([o[:1], make((1, 3))], out=o))(make((2, 3))),
          ValueError, ("cat()", "overlaps an input")),
     Case("cat_17_dims", lambda: ops.cat([many_dims(17)]), ValueError, ("at most 16 dims",)),
+    # linear and add_rms_norm: a refusal leaves every tensor they were given
+    # as it was (untouched(), in linear_with and add_rms_norm_with), above all
+    # the residual that add_rms_norm writes
+    Case("linear_weight_freed", lambda: linear_with(weight=freed((3, 4))), TypeError,
+         ("linear()", "weight:", "has 12 elements but no memory")),
+    Case("linear_bias_freed", lambda: linear_with(bias=freed((3,))), TypeError, ("bias:", "no memory")),
+    Case("linear_k", lambda: linear_with(weight=make((3, 5))), ValueError,
+         ("in_features 5", "expected weight [out_features, 4]")),
+    Case("linear_weight_1d", lambda: linear_with(weight=make((4,))), ValueError,
+         ("weight [out_features, in_features]", "[2, 4] and [4]")),
+    Case("linear_0dim", lambda: linear_with(input=torch.tensor(1.0)), ValueError, ("at least 1-D",)),
+    Case("linear_weight_dtype", lambda: linear_with(weight=make((3, 4), F64)), TypeError,
+         ("expected weight to have dtype float32", "float64")),
+    Case("linear_bias_dtype", lambda: linear_with(bias=make((3,), torch.float16)), TypeError,
+         ("expected bias to have dtype float32", "float16")),
+    Case("linear_int", lambda: linear_with(input=make((2, 4), I32), weight=make((3, 4), I32), bias=None), TypeError,
+         ("floating-point", "int32")),
+    Case("linear_bias_length", lambda: linear_with(bias=make((4,))), ValueError,
+         ("expected bias [3] (weight's out_features), got shape [4]",)),
+    Case("linear_bias_2d", lambda: linear_with(bias=make((1, 3))), ValueError, ("expected bias [3]", "[1, 3]")),
+    Case("linear_bias_str", lambda: linear_with(bias="b"), TypeError, ("bias: expected a torch.Tensor", "got str")),
+    Case("linear_meta_weight", lambda: linear_with(weight=torch.empty(3, 4, device="meta")), ValueError,
+         ("weight:", "meta tensors carry no data")),
+    Case("linear_wrapper_weight", lambda: linear_with(weight=Wrapper(make((3, 4)))), TypeError,
+         ("weight:", "Wrapper", "__torch_dispatch__")),
+    Case("linear_fake_bias", lambda: linear_with(weight=make((4, 4)), bias=fake_tensor()), TypeError,
+         ("bias: FakeTensor",)),
+    Case("linear_negated_weight", lambda: linear_with(weight=make((3, 4))._neg_view()), TypeError,
+         ("weight:", "negative bit", "resolve_neg()")),
+    Case("linear_negated_out", lambda: linear_with(out=make((2, 3))._neg_view()), TypeError, ("out:", "negative bit")),
+    Case("linear_requires_grad_bias", lambda: linear_with(bias=torch.nn.Parameter(make((3,)))), RuntimeError,
+         ("linear()", "automatic differentiation")),
+    Case("linear_out_is_input", lambda: (lambda x: linear_with(input=x, weight=make((4, 4)), bias=None, out=x))(
+        make((4, 4))), ValueError, ("linear()", "out overlaps input")),
+    Case("linear_out_is_weight", lambda: (lambda w: linear_with(input=make((4, 4)), weight=w, bias=None, out=w))(
+        make((4, 4))), ValueError, ("out overlaps weight",)),
+    Case("linear_out_is_bias",
+         lambda: (lambda o: linear_with(input=make((1, 4)), weight=make((4, 4)), bias=o[0], out=o))(make((1, 4))),
+         ValueError, ("out overlaps bias",)),
+    Case("linear_out_expanded", lambda: linear_with(out=make((1, 3)).expand(2, 3)), ValueError,
+         ("out has stride 0 on dim 0", "expanded")),
+    Case("linear_out_dtype", lambda: linear_with(out=make((2, 3), F64)), TypeError,
+         ("expected out to have dtype float32", "float64")),
+    Case("linear_out_shape", lambda: linear_with(out=make((3, 2))), ValueError,
+         ("expected out of shape [2, 3], got [3, 2]",)),
+    Case("linear_huge_rows_small_out", lambda: linear_with(input=make((1, 4)).expand(2**40, 4), out=make((2, 3))),
+         ValueError, ("expected out of shape [1099511627776, 3], got [2, 3]",)),
+    Case("linear_weight_strides_overflow", lambda: linear_with(weight=Forged(shape=(3, 4), strides=(2**62, 1))),
+         ValueError, ("weight:", "than fit in int64")),
+    Case("linear_input_sizes_overflow", lambda: linear_with(input=Forged(shape=(2**62, 4)), out=make((2, 3))),
+         ValueError, ("input:", "than fit in int64")),
+    Case("linear_17_dims", lambda: linear_with(input=torch.ones([1] * 16 + [4])), ValueError,
+         ("input has 17 dims; at most 16",)),
+    Case("add_rms_norm_weight_freed", lambda: add_rms_norm_with(weight=freed((8,))), TypeError,
+         ("add_rms_norm()", "weight:", "no memory")),
+    Case("add_rms_norm_residual_freed", lambda: add_rms_norm_with(residual=freed((3, 8))), TypeError,
+         ("residual:", "has 24 elements but no memory")),
+    Case("add_rms_norm_out_freed", lambda: add_rms_norm_with(out=freed((3, 8))), TypeError, ("out:", "no memory")),
+    Case("add_rms_norm_residual_is_input", lambda: (lambda r: add_rms_norm_with(input=r, residual=r))(make((3, 8))),
+         ValueError, ("residual overlaps input", "does not work in place")),
+    Case("add_rms_norm_residual_overlaps_input", lambda: (lambda b: add_rms_norm_with(input=b[:3], residual=b[1:]))(
+        make((4, 8))), ValueError, ("residual overlaps input",)),
+    Case("add_rms_norm_residual_is_input_transposed",
+         lambda: (lambda b: add_rms_norm_with(input=b.t(), residual=b, weight=make((4,))))(make((4, 4))),
+         ValueError, ("residual overlaps input",)),
+    Case("add_rms_norm_residual_overlaps_weight",
+         lambda: (lambda b: add_rms_norm_with(input=make((1, 8)), residual=b[:1], weight=b[0]))(make((2, 8))),
+         ValueError, ("residual overlaps weight",)),
+    Case("add_rms_norm_out_is_residual", lambda: (lambda r: add_rms_norm_with(residual=r, out=r))(make((3, 8))),
+         ValueError, ("out overlaps residual",)),
+    Case("add_rms_norm_out_overlaps_residual", lambda: (lambda b: add_rms_norm_with(residual=b[:3], out=b[1:]))(
+        make((4, 8))), ValueError, ("out overlaps residual",)),
+    Case("add_rms_norm_out_is_input", lambda: (lambda x: add_rms_norm_with(input=x, out=x))(make((3, 8))),
+         ValueError, ("out overlaps input",)),
+    Case("add_rms_norm_out_is_weight", lambda: (lambda b: add_rms_norm_with(weight=b[0], out=b))(make((3, 8))),
+         ValueError, ("out overlaps weight",)),
+    Case("add_rms_norm_residual_expanded", lambda: add_rms_norm_with(residual=make((1, 8)).expand(3, 8)), ValueError,
+         ("residual has stride 0 on dim 0", "expanded")),
+    Case("add_rms_norm_residual_expanded_inner", lambda: add_rms_norm_with(residual=make((3, 1)).expand(3, 8)),
+         ValueError, ("residual has stride 0 on dim 1",)),
+    Case("add_rms_norm_residual_expanded_huge",
+         lambda: add_rms_norm_with(input=make((1, 8)).expand(2**40, 8), residual=make((1, 8)).expand(2**40, 8)),
+         ValueError, ("residual has stride 0 on dim 0 of size 1099511627776",)),
+    Case("add_rms_norm_weight_size", lambda: add_rms_norm_with(weight=make((4,))), ValueError,
+         ("expected weight of shape [8], got [4]",)),
+    Case("add_rms_norm_residual_shape", lambda: add_rms_norm_with(residual=make((8,))), ValueError,
+         ("expected residual of shape [3, 8], got [8]",)),
+    Case("add_rms_norm_residual_broadcasts", lambda: add_rms_norm_with(input=make((8,))), ValueError,
+         ("expected residual of shape [8], got [3, 8]",)),
+    Case("add_rms_norm_input_huge_rows", lambda: add_rms_norm_with(input=make((1, 8)).expand(2**40, 8)), ValueError,
+         ("expected residual of shape [1099511627776, 8], got [3, 8]",)),
+    Case("add_rms_norm_residual_dtype", lambda: add_rms_norm_with(residual=make((3, 8), F64)), TypeError,
+         ("expected residual to have dtype float32", "float64")),
+    Case("add_rms_norm_input_dtype", lambda: add_rms_norm_with(input=make((3, 8), torch.bfloat16)), TypeError,
+         ("expected residual to have dtype bfloat16", "got float32")),
+    Case("add_rms_norm_weight_dtype", lambda: add_rms_norm_with(weight=make((8,), torch.float16)), TypeError,
+         ("expected weight to have dtype float32", "float16")),
+    Case("add_rms_norm_out_dtype", lambda: add_rms_norm_with(out=make((3, 8), F64)), TypeError,
+         ("expected out to have dtype float32", "float64")),
+    Case("add_rms_norm_out_shape", lambda: add_rms_norm_with(out=make((8, 3))), ValueError,
+         ("expected out of shape [3, 8], got [8, 3]",)),
+    Case("add_rms_norm_int", lambda: add_rms_norm_with(input=make((3, 8), I32), residual=make((3, 8), I32),
+                                                      weight=make((8,), I32)), TypeError, ("floating-point", "int32")),
+    Case("add_rms_norm_0dim", lambda: add_rms_norm_with(input=torch.tensor(1.0), residual=torch.tensor(1.0),
+                                                       weight=make((1,))), ValueError, ("at least one dim",)),
+    Case("add_rms_norm_meta_residual", lambda: add_rms_norm_with(residual=torch.empty(3, 8, device="meta")),
+         ValueError, ("residual:", "meta tensors carry no data")),
+    Case("add_rms_norm_wrapper_residual", lambda: add_rms_norm_with(residual=Wrapper(make((3, 8)))), TypeError,
+         ("residual:", "Wrapper", "__torch_dispatch__")),
+    Case("add_rms_norm_fake_residual", lambda: add_rms_norm_with(input=x4(), residual=fake_tensor(), weight=x4()),
+         TypeError, ("residual: FakeTensor",)),
+    Case("add_rms_norm_negated_residual", lambda: add_rms_norm_with(residual=make((3, 8))._neg_view()), TypeError,
+         ("residual:", "negative bit", "resolve_neg()")),
+    Case("add_rms_norm_negated_input", lambda: add_rms_norm_with(input=make((3, 8))._neg_view()), TypeError,
+         ("input:", "negative bit")),
+    Case("add_rms_norm_requires_grad_weight", lambda: add_rms_norm_with(weight=torch.nn.Parameter(make((8,)))),
+         RuntimeError, ("add_rms_norm()", "automatic differentiation")),
+    Case("add_rms_norm_read_only_numpy_residual",
+         lambda: add_rms_norm_with(input=x4(), residual=read_only_numpy(), weight=x4()),
+         ValueError, ("residual:", "read-only")),
+    Case("add_rms_norm_residual_strides_overflow",
+         lambda: add_rms_norm_with(residual=Forged(shape=(3, 8), strides=(2**62, 1), elements=24)),
+         ValueError, ("residual:", "than fit in int64")),
+    Case("add_rms_norm_residual_sizes_overflow", lambda: add_rms_norm_with(residual=Forged(shape=(2**62, 8))),
+         ValueError, ("residual:", "than fit in int64")),
+    Case("add_rms_norm_eps_str", lambda: add_rms_norm_with(eps="big"), TypeError,
+         ("expected eps to be a float, got str",)),
+    Case("add_rms_norm_eps_positional",
+         lambda: (lambda x, r, w: untouched(lambda: ops.add_rms_norm(x, r, w, 1e-6), x, r, w))(
+             make((3, 8)), make((3, 8)), make((8,))),
+         TypeError, ("add_rms_norm() takes at most 3 positional",)),
+    Case("add_rms_norm_eps_nan", lambda: add_rms_norm_eps(float("nan")), ValueError, ("eps",),
+         or_result=lambda: add_rms_norm_eps(float("nan"), reference=True)),
+    Case("add_rms_norm_eps_inf", lambda: add_rms_norm_eps(float("inf")), ValueError, ("eps",),
+         or_result=lambda: add_rms_norm_eps(float("inf"), reference=True)),
+    Case("add_rms_norm_eps_minus_inf", lambda: add_rms_norm_eps(float("-inf")), ValueError, ("eps",),
+         or_result=lambda: add_rms_norm_eps(float("-inf"), reference=True)),
     # the Python API around the ops
     Case("set_path_bogus", lambda: bridge.set_path("bogus"), ValueError, ("unknown bridge path 'bogus'",)),
     Case("kernel_for_unknown_op", lambda: plugins.kernel_for("nope", "cpu", "float32"), ValueError, ("unknown op 'nope'",)),
@@ -571,6 +787,9 @@ CRASHERS = {
     # ZeroTensor: numel 3, no memory at all.
     "zerotensor_input": "ops.neg(torch._efficientzerotensor(3))",
     "zerotensor_out": "ops.neg(torch.randn(3), out=torch._efficientzerotensor(3))",
+    "functional_linear_weight": "ops.linear(torch.randn(2, 4), torch._to_functional_tensor(torch.randn(3, 4)))",
+    "zerotensor_add_rms_norm_residual":
+        "ops.add_rms_norm(torch.randn(3, 8), torch._efficientzerotensor(3, 8), torch.randn(8))",
 }
 
 
