@@ -189,6 +189,265 @@ hostile("matmul of a 2-D operand by a batch of 0",
         lambda: ops.matmul(torch.ones(4, 2), torch.ones(0, 2, 3)),
         or_result=lambda: torch.matmul(torch.ones(4, 2), torch.ones(0, 2, 3)))
 
+# --- the decoder ops: linear, rotary_embedding, scaled_dot_product_attention,
+# embedding, cat, add_rms_norm ------------------------------------------------
+hostile("linear(x, weight of another in_features)", lambda: ops.linear(f32(2, 4), f32(3, 5)))
+hostile("linear(x, 1-D weight)", lambda: ops.linear(f32(2, 4), f32(4)))
+hostile("linear(0-dim, weight)", lambda: ops.linear(torch.tensor(1.0), f32(3, 1)))
+hostile("linear(float32, float64 weight)", lambda: ops.linear(f32(2, 4), f32(3, 4).double()))
+hostile("linear(x, w, float16 bias)", lambda: ops.linear(f32(2, 4), f32(3, 4), f32(3).half()))
+hostile("linear(x, w, bias of the wrong length)", lambda: ops.linear(f32(2, 4), f32(3, 4), f32(4)))
+hostile("linear(x, w, bias='b')", lambda: ops.linear(f32(2, 4), f32(3, 4), "b"))
+hostile("linear(int32)", lambda: ops.linear(torch.ones(2, 4, dtype=torch.int32),
+                                           torch.ones(3, 4, dtype=torch.int32)))
+hostile("linear(x, weight whose storage was resized to 0)",
+        lambda: ops.linear(f32(2, 4), _freed(3, 4)))
+hostile("linear(x, meta weight)", lambda: ops.linear(f32(2, 4), torch.empty(3, 4, device="meta")))
+hostile("linear(x, wrapper subclass weight)",
+        lambda: ops.linear(f32(2, 4), _wrapper(3, 4)))
+hostile("linear(x, negated-bit weight)", lambda: ops.linear(f32(2, 4), f32(3, 4)._neg_view()))
+hostile("linear(x, DLPack weight whose strides overflow int64)",
+        lambda: ops.linear(f32(2, 4), _strides_overflow(3, 4)))
+hostile("linear(x, w, out=x)", lambda: (lambda x: ops.linear(x, f32(4, 4), out=x))(f32(4, 4)))
+hostile("linear(x, w, b, out=overlapping b)",
+        lambda: (lambda o: ops.linear(f32(1, 4), f32(4, 4), o[0], out=o))(f32(1, 4)))
+hostile("linear(x, w, out=expanded)",
+        lambda: ops.linear(f32(2, 4), f32(3, 4), out=torch.empty(1, 3).expand(2, 3)))
+hostile("linear(x, weight requiring grad)",
+        lambda: ops.linear(f32(2, 4), f32(3, 4).requires_grad_()), RuntimeError)
+hostile("linear(expand to 2**40 rows)",
+        lambda: ops.linear(torch.ones(1, 4).expand(2**40, 4), f32(3, 4)),
+        (RuntimeError, MemoryError))
+hostile("rotary_embedding(0-dim)", lambda: ops.rotary_embedding(torch.tensor(1.0), f32(4), f32(4)))
+hostile("rotary_embedding: cos wider than half the head dim",
+        lambda: ops.rotary_embedding(f32(2, 8), f32(2, 5), f32(2, 5)))
+hostile("rotary_embedding: cos whose leading dims do not broadcast",
+        lambda: ops.rotary_embedding(f32(2, 3, 8), f32(4, 4), f32(4, 4)))
+hostile("rotary_embedding(int32)",
+        lambda: ops.rotary_embedding(*(torch.ones(2, n, dtype=torch.int32) for n in (8, 4, 4))))
+hostile("rotary_embedding(float32, float64 cos)",
+        lambda: ops.rotary_embedding(f32(2, 8), f32(2, 4).double(), f32(2, 4).double()))
+hostile("rotary_embedding(x, None, sin)", lambda: ops.rotary_embedding(f32(2, 8), None, f32(2, 4)))
+hostile("rotary_embedding(interleaved='yes')",
+        lambda: ops.rotary_embedding(f32(2, 8), f32(2, 4), f32(2, 4), interleaved="yes"))
+hostile("rotary_embedding(out=cos)",
+        lambda: (lambda c: ops.rotary_embedding(c, c[:, :2], c[:, :2], out=c))(f32(2, 4)))
+hostile("rotary_embedding(out=expanded)",
+        lambda: ops.rotary_embedding(f32(2, 8), f32(2, 4), f32(2, 4),
+                                     out=torch.empty(1, 8).expand(2, 8)))
+hostile("rotary_embedding(sin whose storage was resized to 0)",
+        lambda: ops.rotary_embedding(f32(2, 8), f32(2, 4), _freed(2, 4)))
+hostile("rotary_embedding(DLPack cos whose strides overflow int64)",
+        lambda: ops.rotary_embedding(f32(2, 8), _strides_overflow(2, 4), f32(2, 4)))
+hostile("rotary_embedding(expand to 2**40 rows)",
+        lambda: ops.rotary_embedding(torch.ones(1, 8).expand(2**40, 8), f32(1, 4), f32(1, 4)),
+        (RuntimeError, MemoryError))
+_q, _kv = (1, 2, 3, 8), (1, 2, 5, 8)
+hostile("scaled_dot_product_attention(1-D)", lambda: ops.scaled_dot_product_attention(x4, x4, x4))
+hostile("scaled_dot_product_attention: key of another head dim",
+        lambda: ops.scaled_dot_product_attention(f32(*_q), f32(1, 2, 5, 7), f32(*_kv)))
+hostile("scaled_dot_product_attention: value of another length",
+        lambda: ops.scaled_dot_product_attention(f32(*_q), f32(*_kv), f32(1, 2, 6, 8)))
+hostile("scaled_dot_product_attention(enable_gqa): 3 kv heads for 4",
+        lambda: ops.scaled_dot_product_attention(f32(1, 4, 3, 8), f32(1, 3, 5, 8), f32(1, 3, 5, 8),
+                                                 enable_gqa=True))
+hostile("scaled_dot_product_attention: heads that differ without enable_gqa",
+        lambda: ops.scaled_dot_product_attention(f32(1, 4, 3, 8), f32(*_kv), f32(*_kv)))
+hostile("scaled_dot_product_attention(mask and is_causal)",
+        lambda: ops.scaled_dot_product_attention(f32(*_q), f32(*_kv), f32(*_kv),
+                                                 torch.ones(3, 5, dtype=torch.bool),
+                                                 is_causal=True))
+hostile("scaled_dot_product_attention(int32 mask)",
+        lambda: ops.scaled_dot_product_attention(f32(*_q), f32(*_kv), f32(*_kv),
+                                                 torch.ones(3, 5, dtype=torch.int32)))
+hostile("scaled_dot_product_attention(mask that does not broadcast)",
+        lambda: ops.scaled_dot_product_attention(f32(*_q), f32(*_kv), f32(*_kv), f32(4, 5)))
+hostile("scaled_dot_product_attention(meta mask)",
+        lambda: ops.scaled_dot_product_attention(f32(*_q), f32(*_kv), f32(*_kv),
+                                                 torch.empty(3, 5, dtype=torch.bool,
+                                                             device="meta")))
+hostile("scaled_dot_product_attention(lower_right without is_causal)",
+        lambda: ops.scaled_dot_product_attention(f32(*_q), f32(*_kv), f32(*_kv), lower_right=True))
+hostile("scaled_dot_product_attention(scale='x')",
+        lambda: ops.scaled_dot_product_attention(f32(*_q), f32(*_kv), f32(*_kv), scale="x"))
+hostile("scaled_dot_product_attention(is_causal='yes')",
+        lambda: ops.scaled_dot_product_attention(f32(*_q), f32(*_kv), f32(*_kv), is_causal="yes"))
+hostile("scaled_dot_product_attention(float32, float64 value)",
+        lambda: ops.scaled_dot_product_attention(f32(*_q), f32(*_kv), f32(*_kv).double()))
+hostile("scaled_dot_product_attention(int32)",
+        lambda: ops.scaled_dot_product_attention(*(torch.ones(s, dtype=torch.int32)
+                                                   for s in (_q, _kv, _kv))))
+hostile("scaled_dot_product_attention(out=query)",
+        lambda: (lambda q: ops.scaled_dot_product_attention(q, f32(*_kv), f32(*_kv), out=q))(
+            f32(*_q)))
+hostile("scaled_dot_product_attention(DLPack key of 2**62 rows)",
+        lambda: ops.scaled_dot_product_attention(f32(*_q), Forged(shape=(1, 2, 2**62, 8)),
+                                                 f32(*_kv)))
+hostile("embedding(float32 ids)", lambda: ops.embedding(x4, f32(3, 2)))
+hostile("embedding(uint64 ids)",
+        lambda: ops.embedding(torch.ones(2, dtype=torch.uint64), f32(3, 2)))
+hostile("embedding(id past the table)", lambda: ops.embedding(torch.tensor([1, 3]), f32(3, 2)))
+hostile("embedding(id -1)",
+        lambda: ops.embedding(torch.tensor([[-1]], dtype=torch.int32), f32(3, 2)))
+hostile("embedding(id -2**63)", lambda: ops.embedding(torch.tensor([-2**63]), f32(3, 2)))
+hostile("embedding(id 2**62)", lambda: ops.embedding(torch.tensor([2**62]), f32(3, 2)))
+hostile("embedding(id 0 of a table of 0 rows)",
+        lambda: ops.embedding(torch.tensor([0]), f32(0, 2)))
+hostile("embedding(id 5 expanded to 2**20 places)",
+        lambda: ops.embedding(torch.tensor([5]).expand(2**20), f32(3, 2)))
+hostile("embedding(ids, 1-D table)", lambda: ops.embedding(torch.tensor([0]), x4))
+hostile("embedding(ids, None)", lambda: ops.embedding(torch.tensor([0]), None))
+hostile("embedding(ids, table, out=overlapping the table)",
+        lambda: (lambda t: ops.embedding(torch.tensor([0]), t[:2], out=t[1:2]))(f32(3, 2)))
+hostile("embedding(a bad id after good ones, out=): out stays as it was",
+        lambda: _embedding_out_kept(), IndexError)
+hostile("embedding(ids, DLPack table of 2**62 rows)",
+        lambda: ops.embedding(torch.tensor([0]), Forged(shape=(2**62, 4))))
+hostile("cat([float32, int64])", lambda: ops.cat([x4, torch.ones(4, dtype=torch.int64)]))
+hostile("cat of 2-D and 3-D", lambda: ops.cat([f32(2, 3), f32(2, 3, 1)]))
+hostile("cat: sizes differ off the dim", lambda: ops.cat([f32(2, 3), f32(3, 2)]))
+hostile("cat([0-dim])", lambda: ops.cat([torch.tensor(1.0)]))
+hostile("cat([])", lambda: ops.cat([]))
+hostile("cat(tensor)", lambda: ops.cat(f32(2, 3)))
+hostile("cat([x, None])", lambda: ops.cat([x4, None]))
+hostile("cat([x], dim=5)", lambda: ops.cat([x4], 5))
+hostile("cat([x], dim=-2**63)", lambda: ops.cat([x4], -(2**63)))
+hostile("cat([x], dim=2**70)", lambda: ops.cat([x4], 2**70))
+hostile("cat([x, meta])", lambda: ops.cat([x4, torch.empty(4, device="meta")]))
+hostile("cat of 17-dim tensors", lambda: ops.cat([torch.ones([1] * 17)]))
+hostile("cat(2**20 + 1 tensors)", lambda: ops.cat([x4] * (2**20 + 1)))
+hostile("cat([a, b], out=overlapping a)",
+        lambda: (lambda o: ops.cat([o[:1], f32(1, 3)], out=o))(f32(2, 3)))
+hostile("cat(out=expanded)", lambda: ops.cat([f32(2), f32(2)], out=torch.empty(1).expand(4)))
+hostile("cat([DLPack tensor of 2**62 x 4])",
+        lambda: ops.cat([Forged(shape=(2**62, 4))], out=f32(4)))
+hostile("add_rms_norm(x, residual expanded from one row)",
+        lambda: _add_rms_norm_refused(torch.ones(1, 8).expand(3, 8)))
+hostile("add_rms_norm(x, residual expanded to 2**40 rows)",
+        lambda: _add_rms_norm_refused(torch.ones(1, 8).expand(2**40, 8),
+                                      x=torch.ones(1, 8).expand(2**40, 8)))
+hostile("add_rms_norm(x, residual=x)",
+        lambda: (lambda r: _add_rms_norm_refused(r, x=r))(f32(3, 8)))
+hostile("add_rms_norm(x, residual partly overlapping x)",
+        lambda: (lambda b: _add_rms_norm_refused(b[1:], x=b[:3]))(f32(4, 8)))
+hostile("add_rms_norm(x, residual, weight inside the residual)",
+        lambda: (lambda b: _add_rms_norm_refused(b[:1], x=f32(1, 8), weight=b[0]))(f32(2, 8)))
+hostile("add_rms_norm(x, residual, w, out=residual)",
+        lambda: (lambda r: _add_rms_norm_refused(r, out=r))(f32(3, 8)))
+hostile("add_rms_norm(x, residual, w, out=partly overlapping the residual)",
+        lambda: (lambda b: _add_rms_norm_refused(b[:3], out=b[1:]))(f32(4, 8)))
+hostile("add_rms_norm(x, residual, weight of the wrong size)",
+        lambda: _add_rms_norm_refused(f32(3, 8), weight=f32(4)))
+hostile("add_rms_norm(x, residual of another shape)", lambda: _add_rms_norm_refused(f32(8)))
+hostile("add_rms_norm(x, float64 residual)", lambda: _add_rms_norm_refused(f32(3, 8).double()))
+hostile("add_rms_norm(bfloat16 x, float32 residual)",
+        lambda: _add_rms_norm_refused(f32(3, 8), x=f32(3, 8).bfloat16()))
+hostile("add_rms_norm(int32)",
+        lambda: _add_rms_norm_refused(torch.ones(3, 8, dtype=torch.int32),
+                                      x=torch.ones(3, 8, dtype=torch.int32),
+                                      weight=torch.ones(8, dtype=torch.int32)))
+hostile("add_rms_norm(0-dim)",
+        lambda: _add_rms_norm_refused(torch.tensor(1.0), x=torch.tensor(1.0), weight=f32(1)))
+hostile("add_rms_norm(x, residual, weight whose storage was resized to 0)",
+        lambda: _add_rms_norm_refused(f32(3, 8), weight=_freed(8)))
+hostile("add_rms_norm(x, residual whose storage was resized to 0)",
+        lambda: ops.add_rms_norm(f32(3, 8), _freed(3, 8), f32(8)))
+hostile("add_rms_norm(x, meta residual)",
+        lambda: ops.add_rms_norm(f32(3, 8), torch.empty(3, 8, device="meta"), f32(8)))
+hostile("add_rms_norm(x, wrapper subclass residual)",
+        lambda: ops.add_rms_norm(f32(2), _wrapper(2), f32(2)))
+hostile("add_rms_norm(x, negated-bit residual)",
+        lambda: _add_rms_norm_refused(f32(3, 8)._neg_view()))
+hostile("add_rms_norm(x, read-only numpy residual)",
+        lambda: ops.add_rms_norm(f32(4), _read_only(np32(4)), f32(4)))
+hostile("add_rms_norm(x, DLPack residual whose strides overflow int64)",
+        lambda: ops.add_rms_norm(f32(3, 8), _strides_overflow(3, 8), f32(8)))
+hostile("add_rms_norm(x, residual, w, eps='a')", lambda: _add_rms_norm_refused(f32(3, 8), eps="a"))
+hostile("add_rms_norm(x, residual, w, eps) with eps positional",
+        lambda: (lambda r: _residual_kept(
+            r, lambda: ops.add_rms_norm(f32(3, 8), r, f32(8), 1e-6)))(f32(3, 8)))
+hostile("add_rms_norm(x, residual requiring grad)",
+        lambda: _add_rms_norm_refused(f32(3, 8).requires_grad_()), RuntimeError)
+
+
+def _freed(*shape):
+    """_freed_storage() of any shape."""
+    t = f32(*shape)
+    t.untyped_storage().resize_(0)
+    return t
+
+
+def _wrapper(*shape):
+    return torch.Tensor._make_subclass(WrapperTensor, torch.ones(*shape))
+
+
+def _strides_overflow(rows, cols):
+    """A DLPack [rows, cols] float32 tensor whose row stride, 2**62, puts its
+    last element past what int64 can address."""
+    return Forged(shape=(rows, cols), strides=(2**62, 1), elements=rows * cols)
+
+
+def _residual_kept(residual, call):
+    """call(), which must refuse, with `residual` (all the memory it views)
+    as it was afterwards."""
+    memory = residual if residual._base is None else residual._base
+    before = memory.detach().clone()
+    try:
+        return call()
+    finally:
+        if not torch.equal(memory.detach(), before):
+            raise AssertionError("the refused call changed the residual")
+
+
+def _add_rms_norm_refused(residual, x=None, weight=None, **kwargs):
+    """add_rms_norm(x, residual, weight), which must refuse and leave the
+    residual as it was; x and weight are [3, 8] and [8] unless given."""
+    x = f32(3, 8) if x is None else x
+    weight = f32(8) if weight is None else weight
+    return _residual_kept(residual, lambda: ops.add_rms_norm(x, residual, weight, **kwargs))
+
+
+def _embedding_out_kept():
+    """ids 0, 1 and 2, then 7 of a table of 3 rows: the refusal must come
+    before any row is written to out."""
+    out = torch.zeros(2, 2, 2)
+    try:
+        return ops.embedding(torch.tensor([[0, 1], [2, 7]]), f32(3, 2), out=out)
+    finally:
+        if out.any():
+            raise AssertionError(f"the refused call wrote out: {out.tolist()}")
+
+
+# --- uint16, uint32, uint64: carried, but torch computes only mul and cast ---
+_u16, _u32, _u64 = (lambda *s, d=d: torch.ones(*s, dtype=d)
+                    for d in (torch.uint16, torch.uint32, torch.uint64))
+hostile("mul(uint64, int64)", lambda: ops.mul(_u64(4), torch.ones(4, dtype=torch.int64)))
+hostile("mul(uint32, uint16)", lambda: ops.mul(_u32(4), _u16(4)))
+hostile("mul(uint32, float32)", lambda: ops.mul(_u32(4), x4))
+hostile("mul(uint16, uint16, out=uint32)", lambda: ops.mul(_u16(4), _u16(4), out=_u32(4)))
+hostile("mul(uint64, uint64, out=expanded)",
+        lambda: ops.mul(_u64(4), _u64(4), out=_u64(1).expand(4)))
+hostile("mul(uint64, uint64, out=partly overlapping input)",
+        lambda: (lambda b: ops.mul(b[:4], b[:4], out=b[1:5]))(_u64(8)))
+hostile("mul(uint16): shapes that do not broadcast", lambda: ops.mul(_u16(4), _u16(5)))
+hostile("mul of 17-dim uint64 tensors", lambda: ops.mul(_u64(*[1] * 17), _u64(*[1] * 17)))
+hostile("mul(DLPack uint64 of 2**62 x 4, out=itself)",
+        lambda: (lambda f: ops.mul(f, f, out=f))(Forged(shape=(2**62, 4), code=1, bits=64)))
+hostile("mul(numpy uint16, out=read-only numpy)",
+        lambda: ops.mul(np.ones(4, np.uint16), np.ones(4, np.uint16),
+                        out=_read_only(np.ones(4, np.uint16))))
+hostile("add(uint32)", lambda: ops.add(_u32(4), _u32(4)), NotImplementedError)
+hostile("clamp(uint64, min=0)", lambda: ops.clamp(_u64(4), min=0), NotImplementedError)
+hostile("cast(uint64, out=bits16)",
+        lambda: ops.cast(_u64(4), out=torch.empty(4, dtype=torch.bits16)))
+hostile("cast(uint16, out=complex64)",
+        lambda: ops.cast(_u16(4), out=torch.empty(4, dtype=torch.complex64)))
+hostile("cast(uint32, out=itself as int32)",
+        lambda: (lambda u: ops.cast(u, out=u.view(torch.int32)))(_u32(4)))
+hostile("cast(uint64, out=wrong shape)", lambda: ops.cast(_u64(4), out=f32(5)))
+hostile("cast(uint64 expanded to 2**40, out of 4)",
+        lambda: ops.cast(_u64(1).expand(2**40), out=f32(4)))
+
 # --- DLPack producers that misbehave -----------------------------------------
 hostile("__dlpack__ raises", lambda: ops.noop(DlpackRaises()))
 hostile("__dlpack__ returns an int", lambda: ops.noop(DlpackReturnsInt()))
