@@ -82,7 +82,15 @@ bool PrepareCat(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
                         ShapeText(v.ndim, v.shape), d));
       }
     }
-    shape[dim] += v.shape[dim];
+    // Stride-0 views can make each size huge; their sum must not wrap.
+    if (__builtin_add_overflow(shape[dim], v.shape[dim], &shape[dim])) {
+      return RaiseError(
+          PyExc_ValueError,
+          fmt::format("{}(): the sizes along dimension {} add up past "
+                      "2^63 - 1 at tensors[{}] (shape {}); expected a "
+                      "result that fits in int64",
+                      op, dim, i, ShapeText(v.ndim, v.shape)));
+    }
     views[kept++] = v;
   }
   if (!TakeOut(op, args, f, *first, first->dtype, rank, shape)) return false;

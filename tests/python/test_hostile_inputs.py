@@ -560,6 +560,12 @@ CASES = [
     Case("cat_sizes", lambda: ops.cat([make((2, 3)), make((3, 2))]), ValueError, ("must match except in dimension 0",)),
     Case("cat_0d", lambda: ops.cat([torch.tensor(1.0)]), ValueError, ("zero-dimensional",)),
     Case("cat_empty_list", lambda: ops.cat([]), ValueError, ("non-empty",)),
+    # Expanded to 2^62 each: the sum along dim 0 passes 2^63 - 1 at the
+    # second (four of them wrap to 0, and torch's own cat returns a [0]).
+    Case("cat_sizes_wrap", lambda: ops.cat([torch.ones(1).expand(2**62)] * 4), ValueError,
+         ("add up past 2^63 - 1", "tensors[1]")),
+    Case("cat_sizes_wrap_out", lambda: ops.cat([torch.ones(1).expand(2**62)] * 2, out=torch.empty(4)),
+         ValueError, ("add up past 2^63 - 1", "tensors[1]")),
     Case("cat_dim_high", lambda: ops.cat([make((2, 3))], 2), IndexError, ("[-2, 1], but got 2",)),
     Case("cat_generator", lambda: ops.cat(t for t in [x4()]), TypeError, ("list or tuple", "generator")),
     Case("cat_out_aliases_input", lambda: (lambda o: ops.cat([o[:1], make((1, 3))], out=o))(make((2, 3))),
