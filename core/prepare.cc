@@ -456,7 +456,14 @@ bool EpsAttr(const OpFunction& fn, const ParsedArgs& args, int index,
   if (!PyFloat_Check(e) && !PyLong_Check(e)) f.NotePython();  // __float__
   *eps = PyFloat_AsDouble(e);
   if (PyErr_Occurred()) {
+    const bool too_large = PyErr_ExceptionMatches(PyExc_OverflowError);
     PyErr_Clear();
+    if (too_large) {  // an int past float64's range, e.g. 2**2000
+      return RaiseError(PyExc_OverflowError,
+                        fmt::format("{}(): expected eps to be a float, got an "
+                                    "int too large to convert to one",
+                                    fn.name));
+    }
     return RaiseError(PyExc_TypeError,
                       fmt::format("{}(): expected eps to be a float, got {}",
                                   fn.name, Py_TYPE(e)->tp_name));

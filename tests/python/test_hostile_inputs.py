@@ -562,6 +562,8 @@ CASES = [
     Case("cat_empty_list", lambda: ops.cat([]), ValueError, ("non-empty",)),
     # Expanded to 2^62 each: the sum along dim 0 passes 2^63 - 1 at the
     # second (four of them wrap to 0, and torch's own cat returns a [0]).
+    Case("rms_norm_eps_int_past_float", lambda: ops.rms_norm(x4(), torch.ones(4), eps=2**2000),
+         OverflowError, ("eps", "too large")),
     Case("cat_sizes_wrap", lambda: ops.cat([torch.ones(1).expand(2**62)] * 4), ValueError,
          ("add up past 2^63 - 1", "tensors[1]")),
     Case("cat_sizes_wrap_out", lambda: ops.cat([torch.ones(1).expand(2**62)] * 2, out=torch.empty(4)),
