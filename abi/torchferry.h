@@ -181,7 +181,8 @@ typedef tf_status (*tf_kernel_fn)(const tf_call* call);
  * then served by the plugin's kernels like any other op.
  * ------------------------------------------------------------------------- */
 
-/* The most dimensions an output of a declared op may have (torch's own cap). */
+/* The most dimensions of any tensor a kernel sees, and of an output a declared
+   op's infer gives: the host refuses a deeper tensor before any other check. */
 #define TF_MAX_NDIM 64
 
 /* What an output will be: filled by tf_op_decl.infer. */

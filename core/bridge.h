@@ -55,7 +55,8 @@ struct TensorRef {
 // code runs in the middle of a call and compared after it: equal means the
 // Python left the tensor as it was read.
 struct TensorState {
-  static constexpr int kMaxDims = 16;  // more: never equal, read again
+  // Every rank a call accepts (CallFrame refuses more): more is never equal.
+  static constexpr int kMaxDims = TF_MAX_NDIM;
   void* data = nullptr;
   int64_t ndim = -1;
   int64_t nbytes = -1;         // of the storage

@@ -28,7 +28,10 @@
 namespace torchferry {
 
 constexpr int kMaxAttrs = 16;  // a schema's arguments at most
-constexpr int kMaxRank = 16;   // for rewritten shapes; bridged views have none
+// The deepest tensor any kernel sees, stated once for the host and every
+// plugin (abi/ABI.md): Take() refuses a deeper one before any rule reads it,
+// so that no kernel has a lower limit of its own to hit.
+constexpr int kMaxRank = TF_MAX_NDIM;
 constexpr int kInlineTensors = 12;
 
 // Where a frame's tensors come from when not from Python: the call-argument
@@ -92,7 +95,14 @@ class CallFrame {
     } else if (!TakeImported(obj, what, writable, ref)) {
       return nullptr;
     }
-    ++num_refs_;
+    ++num_refs_;  // the frame releases it, refused or not
+    if (ref->view.ndim > kMaxRank) {
+      RaiseError(PyExc_ValueError,
+                 fmt::format("{}(): {} has {} dims; torchferry takes tensors "
+                             "of at most {} dims (TF_MAX_NDIM)",
+                             op_, what, ref->view.ndim, kMaxRank));
+      return nullptr;
+    }
     return ref;
   }
 

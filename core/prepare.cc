@@ -308,9 +308,6 @@ bool PrepareClamp(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   TensorRef* bound_refs[2] = {nullptr, nullptr};
   int ndim = x->view.ndim;
   int64_t shape[kMaxRank];
-  if (ndim > kMaxRank) {
-    return RaiseError(PyExc_ValueError, "clamp(): too many dims");
-  }
   std::copy(x->view.shape, x->view.shape + ndim, shape);
   for (int i = 0; i < 2; ++i) {
     PyObject* b = bounds[i];
@@ -379,7 +376,11 @@ bool PrepareStack(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
     return false;
   }
   if (rank + 1 > kMaxRank) {
-    return RaiseError(PyExc_ValueError, "stack(): too many dims");
+    return RaiseError(PyExc_ValueError,
+                      fmt::format("{}(): tensors of {} dims stack into {}; "
+                                  "torchferry takes tensors of at most {} "
+                                  "dims (TF_MAX_NDIM)",
+                                  op, rank, rank + 1, kMaxRank));
   }
   int64_t shape[kMaxRank];
   for (int d = 0, s = 0; d < rank + 1; ++d) {

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <new>
 
 #include "call.h"
 #include "dtype.h"
@@ -21,7 +23,8 @@ namespace {
 template <typename Visit>
 bool ForEachId(const tf_tensor& ids, const tf_tensor& out, const Visit& visit) {
   const int ndim = ids.ndim;
-  int64_t index[kMaxRank] = {};
+  int64_t index[kMaxRank];
+  for (int d = 0; d < ndim; ++d) index[d] = 0;
   const int64_t n = Numel(ids);
   int64_t id_off = 0, out_off = 0;
   for (int64_t flat = 0; flat < n; ++flat) {
@@ -54,14 +57,34 @@ void IndexText(const tf_tensor& ids, int64_t flat, char* text, size_t size) {
   if (used < size) std::snprintf(text + used, size - used, "]");
 }
 
+// Each id is read from ids exactly once, into `checked`, and the rows are
+// copied from those values: with the GIL released another thread may change
+// ids meanwhile (abi/ABI.md), and an id read twice could pass the check and
+// then index outside the table.
 template <typename W, typename I>
 tf_status Gather(const tf_call* call, const tf_tensor& ids,
                  const tf_tensor& table, const tf_tensor& out) {
   const int64_t num = table.shape[0], dim = table.shape[1];
+  const int64_t n = Numel(ids);
   const I* id_data = DataOf<const I>(ids);
+  constexpr int64_t kOnStack = 256;
+  int64_t on_stack[kOnStack];
+  std::unique_ptr<int64_t[]> on_heap;
+  int64_t* checked = on_stack;
+  if (n > kOnStack) {
+    on_heap.reset(new (std::nothrow) int64_t[static_cast<size_t>(n)]);
+    if (!on_heap) {
+      return Fail(call, TF_ERROR_OUT_OF_MEMORY,
+                  "embedding: could not allocate %" PRId64
+                  " bytes to hold the ids",
+                  static_cast<int64_t>(sizeof(int64_t)) * n);
+    }
+    checked = on_heap.get();
+  }
   int64_t bad_flat = -1, bad_id = 0;
   ForEachId(ids, out, [&](int64_t flat, int64_t id_off, int64_t) {
     const int64_t id = static_cast<int64_t>(id_data[id_off]);
+    checked[flat] = id;
     if (id >= 0 && id < num) return true;
     bad_flat = flat;
     bad_id = id;
@@ -80,9 +103,8 @@ tf_status Gather(const tf_call* call, const tf_tensor& ids,
   W* dst = DataOf<W>(out);
   const int64_t out_step = out.strides[out.ndim - 1];
   const int64_t table_step = table.strides[1];
-  ForEachId(ids, out, [&](int64_t, int64_t id_off, int64_t out_off) {
-    const W* src =
-        rows + static_cast<int64_t>(id_data[id_off]) * table.strides[0];
+  ForEachId(ids, out, [&](int64_t flat, int64_t, int64_t out_off) {
+    const W* src = rows + checked[flat] * table.strides[0];
     W* row = dst + out_off;
     if (out_step == 1 && table_step == 1) {
       std::memcpy(row, src, static_cast<size_t>(dim) * sizeof(W));

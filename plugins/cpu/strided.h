@@ -7,11 +7,15 @@
 
 #include <cstdint>
 
+#include "abi/torchferry.h"
+
 namespace torchferry::cpu {
 
-// The deepest tensor the CPU kernels take; fixed so that the iterator's state
-// fits in stack arrays.
-constexpr int kMaxRank = 8;
+// The deepest tensor the CPU kernels take: every rank the host accepts
+// (abi/ABI.md), so that no call the host prepares is refused here for its
+// rank. Fixed, so that the iterator's state fits in stack arrays; only the
+// entries of the dims in use are ever written or read.
+constexpr int kMaxRank = TF_MAX_NDIM;
 
 template <int N>
 class StridedWalker {
@@ -50,7 +54,8 @@ class StridedWalker {
       body(offsets, int64_t{1}, unit);
       return;
     }
-    int64_t index[kMaxRank] = {};
+    int64_t index[kMaxRank];
+    for (int d = 0; d < rank_; ++d) index[d] = 0;
     for (;;) {
       body(offsets, sizes_[0], strides_[0]);
       int d = 1;
@@ -76,8 +81,8 @@ class StridedWalker {
   }
 
   int rank_ = 0;
-  int64_t sizes_[kMaxRank] = {};
-  int64_t strides_[kMaxRank][N] = {};
+  int64_t sizes_[kMaxRank];  // [0, rank_) set by Init
+  int64_t strides_[kMaxRank][N];
 };
 
 }  // namespace torchferry::cpu

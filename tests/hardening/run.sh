@@ -16,9 +16,11 @@
 # Everything it writes goes to build/hardening/: logs/, reports/ (one file per
 # sanitizer report), summary.txt (the lines ./dev test prints at its end).
 #
-# Knobs: TF_HARDENING_FUZZ_SECONDS (60 per target, the four run in
-# parallel), TF_HARDENING_FUZZ_SEED (1), TF_HARDENING_LEAK_ITERATIONS
-# (1000000), TF_HARDENING_ROUNDS (thread rounds, 200),
+# Knobs: TF_HARDENING_FUZZ_RUNS (the gate's runs per target: 200000 for the
+# descriptor and schema targets, 20000 for the others), TF_HARDENING_FUZZ_SEED
+# (1), TF_HARDENING_FUZZ_SECONDS (open-ended fuzzing after the gate, per
+# target, the four in parallel; 0, the default, runs none),
+# TF_HARDENING_LEAK_ITERATIONS (1000000), TF_HARDENING_ROUNDS (thread rounds, 200),
 # TF_HARDENING_ASAN_PYTEST (the test files of the ASan run; default
 # tests/python/test_*.py but the kit's, one process each),
 # TF_HARDENING_JOBS (test files run at once under ASan, 2).
@@ -33,7 +35,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 HERE="$ROOT/tests/hardening"
 cd "$ROOT"
 if [ $# -lt 1 ]; then
-  sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,/^set /p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 BUILD_VENV="$1"
@@ -46,9 +48,9 @@ LOGS="$OUT/logs"
 REPORTS="$OUT/reports"
 rm -rf "$LOGS" "$REPORTS" "$OUT/summary.txt" "$OUT"/hostile-*.txt
 mkdir -p "$LOGS" "$REPORTS"
-FUZZ_SECONDS="${TF_HARDENING_FUZZ_SECONDS:-60}"
-# A fixed seed makes a run repeat what the last one explored from the same
-# corpus, so a crash shows up the same way twice; set another to explore.
+FUZZ_SECONDS="${TF_HARDENING_FUZZ_SECONDS:-0}"
+# The gate's seed: the same seeds, seed and runs explore the same inputs on
+# every machine; set another to explore elsewhere.
 FUZZ_SEED="${TF_HARDENING_FUZZ_SEED:-1}"
 LEAK_ITERATIONS="${TF_HARDENING_LEAK_ITERATIONS:-1000000}"
 ROUNDS="${TF_HARDENING_ROUNDS:-200}"
@@ -293,27 +295,47 @@ done
 grep -h '^FAIL' "$LOGS/asan-hostile.log" 2>/dev/null >&2
 
 # --- fuzzing -----------------------------------------------------------------
-if [ $FUZZ_BUILD_OK = 1 ]; then
-  say "fuzzing: 4 targets, $FUZZ_SECONDS s each, in parallel"
-  mkdir -p build/fuzz/artifacts
+# The gate: a fixed number of runs per target from the seeds under
+# tests/hardening/corpus (make_corpus.py's, and every crash ever found under
+# corpus/crashes/), with a fixed seed and nothing kept from earlier runs, so
+# that its verdict is the same on a quick machine and a loaded one. Open-ended
+# fuzzing (TF_HARDENING_FUZZ_SECONDS) comes after it, from the corpus grown in
+# build/fuzz/corpus, and is reported apart.
+fuzz_runs() {
+  case "$1" in
+    descriptor | schema) echo "${TF_HARDENING_FUZZ_RUNS:-200000}" ;;
+    *) echo "${TF_HARDENING_FUZZ_RUNS:-20000}" ;;
+  esac
+}
+# fuzz TARGET MODE: MODE gate or explore; the log goes to logs/fuzz-MODE-TARGET.log.
+fuzz() {
+  local target="$1" mode="$2" leaks=0 limit seeds=() work
+  # LeakSanitizer for the pure C++ targets; the others embed CPython.
+  [ "$target" = descriptor ] || [ "$target" = schema ] && leaks=1
+  seeds=("$HERE/corpus/$target")
+  [ -d "$HERE/corpus/crashes/$target" ] && seeds+=("$HERE/corpus/crashes/$target")
+  if [ "$mode" = gate ]; then
+    # New inputs go to an emptied folder: the seeds under tests/ are only read.
+    work="build/fuzz/gate/$target"
+    rm -rf "$work"
+    limit=(-runs="$(fuzz_runs "$target")" -seed="$FUZZ_SEED")
+  else
+    work="build/fuzz/corpus/$target"
+    limit=(-max_total_time="$FUZZ_SECONDS")
+  fi
+  mkdir -p "$work" build/fuzz/artifacts
+  env TF_TEST_CPU_PLUGIN="$ROOT/build/fuzz/plugins/cpu/torchferry_cpu.so" \
+    TF_TEST_EXAMPLE_C_PLUGIN="$ROOT/build/fuzz/plugins/example_c/torchferry_example_c.so" \
+    ASAN_OPTIONS="detect_leaks=$leaks:halt_on_error=1" UBSAN_OPTIONS="$UBSAN_ENV:halt_on_error=1" \
+    "build/fuzz/tests/hardening/fuzz_$target" "${limit[@]}" -timeout=20 \
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="build/fuzz/artifacts/$target-" \
+    "$work" "${seeds[@]}" >"$LOGS/fuzz-$mode-$target.log" 2>&1
+}
+# Reads the logs of one mode; adds the line and any failure.
+fuzz_report() {
+  local mode="$1" label="$2" parts=() target log runs secs crash artifact
   for target in descriptor call_args dlpack_import schema; do
-    mkdir -p "build/fuzz/corpus/$target"
-    # LeakSanitizer for the pure C++ target; the others embed CPython.
-    leaks=0
-    [ $target = descriptor ] || [ $target = schema ] && leaks=1
-    # New inputs go to build/fuzz/corpus (kept between runs); the seeds under
-    # tests/ are only read.
-    env TF_TEST_CPU_PLUGIN="$ROOT/build/fuzz/plugins/cpu/torchferry_cpu.so" \
-      TF_TEST_EXAMPLE_C_PLUGIN="$ROOT/build/fuzz/plugins/example_c/torchferry_example_c.so" \
-      ASAN_OPTIONS="detect_leaks=$leaks:halt_on_error=1" UBSAN_OPTIONS="$UBSAN_ENV:halt_on_error=1" \
-      "build/fuzz/tests/hardening/fuzz_$target" -max_total_time="$FUZZ_SECONDS" -seed="$FUZZ_SEED" -timeout=20 \
-      -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="build/fuzz/artifacts/$target-" \
-      "build/fuzz/corpus/$target" "$HERE/corpus/$target" >"$LOGS/fuzz-$target.log" 2>&1 &
-  done
-  wait
-  parts=()
-  for target in descriptor call_args dlpack_import schema; do
-    log="$LOGS/fuzz-$target.log"
+    log="$LOGS/fuzz-$mode-$target.log"
     runs="$(grep -ho 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -n 1)"
     secs="$(grep -ho 'Done [0-9]* runs in [0-9]* second' "$log" | grep -o 'in [0-9]*' | grep -o '[0-9]*' | tail -n 1)"
     # The harness's own message, else the sanitizer's SUMMARY (file:line).
@@ -322,14 +344,28 @@ if [ $FUZZ_BUILD_OK = 1 ]; then
     [ -n "$crash" ] || crash="$(grep -hm1 -E 'ERROR: ' "$log" | sed 's/^==[0-9]*== *//')"
     artifact="$(grep -ho 'Test unit written to [^ ]*' "$log" | head -n 1 | sed 's/Test unit written to //')"
     if [ -z "$crash" ] && [ -n "$runs" ]; then
-      parts+=("$target $runs runs in ${secs:-$FUZZ_SECONDS} s, 0 crashes")
+      parts+=("$target $runs runs in ${secs:-?} s, 0 crashes")
     else
-      parts+=("$target CRASHED after ${runs:-?} runs: ${crash:-no stats, see build/hardening/logs/fuzz-$target.log}${artifact:+ (input: $artifact)}")
-      failed "fuzz target $target"
+      parts+=("$target CRASHED after ${runs:-?} runs: ${crash:-no stats, see build/hardening/logs/fuzz-$mode-$target.log}${artifact:+ (input: $artifact; keep it under tests/hardening/corpus/crashes/$target/ once fixed)}")
+      failed "fuzz target $target ($label)"
       grep -A 12 -m1 -E 'ERROR: |^fuzz_[a-z_]+: |runtime error:' "$log" | head -n 20 >&2
     fi
   done
-  line "fuzz: $(IFS=';'; echo "${parts[*]}" | sed 's/;/; /g')"
+  line "fuzz $label: $(IFS=';'; echo "${parts[*]}" | sed 's/;/; /g')"
+}
+if [ $FUZZ_BUILD_OK = 1 ]; then
+  say "fuzzing: the gate, a fixed number of runs per target (two at a time)"
+  for pair in "descriptor call_args" "dlpack_import schema"; do
+    for target in $pair; do fuzz "$target" gate & done
+    wait
+  done
+  fuzz_report gate "gate (seed $FUZZ_SEED, fixed runs)"
+  if [ "$FUZZ_SECONDS" -gt 0 ]; then
+    say "fuzzing: open-ended, 4 targets, $FUZZ_SECONDS s each, in parallel"
+    for target in descriptor call_args dlpack_import schema; do fuzz "$target" explore & done
+    wait
+    fuzz_report explore "open-ended (${FUZZ_SECONDS} s each)"
+  fi
 fi
 
 # --- summary -----------------------------------------------------------------
