@@ -164,7 +164,10 @@ class Call : public TensorSource {
   }
   int Rank() {
     const uint8_t v = in_.U8();
-    return v % 32 == 0 ? 5 + v % 7 : v % 5;  // mostly 0..4, rarely to 11
+    // Mostly 0..4, rarely to 11, and once in 256 across TF_MAX_NDIM (62..66),
+    // where the host's rank limit lies.
+    if (v == 255) return TF_MAX_NDIM - 2 + static_cast<int>(in_.Pick(5));
+    return v % 32 == 0 ? 5 + v % 7 : v % 5;
   }
   DtypeIndex AnyDtype() { return kAllDtypes[in_.Pick(kNumDtypes)]; }
   DtypeIndex FloatDtype() { return kAllDtypes[in_.Pick(4)]; }
