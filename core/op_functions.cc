@@ -25,12 +25,87 @@ struct OpHandle {
   PyObject_HEAD const OpFunction* fn;
 };
 
+// Whether a Python number may stand for the tensor argument `index`: the
+// second operand of a broadcast (ops.mul(x, 0.5)) and clamp's bounds.
+bool NumberOk(const OpFunction& fn, size_t index) {
+  const SchemaArg& a = fn.schema.args[index];
+  if (a.type != ArgType::kTensor) return false;
+  const Geometry g = fn.entry->geometry;
+  return (g == Geometry::kBroadcast && index == 1) ||
+         (g == Geometry::kClamp && index > 0);
+}
+
+// An int or float subclass as the plain int or float it holds, read without
+// calling any of its methods; nullptr for anything else.
+PyObject* PlainNumber(PyObject* value) {
+  if (PyFloat_Check(value)) return PyFloat_FromDouble(PyFloat_AS_DOUBLE(value));
+  // int's own nb_int copies the digits of a subclass instance; PyNumber_Long
+  // would call the subclass's __int__.
+  if (PyLong_Check(value)) return PyLong_Type.tp_as_number->nb_int(value);
+  return nullptr;
+}
+
+// Every number argument as a plain int, float or bool before any tensor is
+// read: converting one may run Python (a subclass's __float__ or __index__, a
+// numpy scalar's, a tensor's .item()), and Python that runs once a tensor has
+// been read can resize or free it (core/call_frame.h). Here it runs first;
+// the preparation rules then read only plain numbers, which run no Python.
+// An argument that does not convert is left as it is, for the rule to refuse
+// with its own message (a KeyboardInterrupt while converting propagates).
+bool PlainNumbers(const OpFunction& fn, ParsedArgs* parsed, CallRefs* refs) {
+  for (int i = 0; i < fn.signature.num_params; ++i) {
+    PyObject* value = parsed->values[i];
+    if (value == nullptr || value == Py_None || PyBool_Check(value) ||
+        PyFloat_CheckExact(value) || PyLong_CheckExact(value)) {
+      continue;
+    }
+    const SchemaArg& a = *fn.params[i];
+    const size_t index = static_cast<size_t>(fn.params[i] - &fn.schema.args[0]);
+    if (a.type == ArgType::kTensorList || a.type == ArgType::kBool ||
+        (a.type == ArgType::kTensor && !NumberOk(fn, index)) ||
+        !PyNumber_Check(value)) {
+      continue;  // a str is no number, though float("2") would take it
+    }
+    // As torch reads them: the value an int or float subclass holds.
+    PyObject* plain = PlainNumber(value);
+    if (plain == nullptr && a.type == ArgType::kTensor) {
+      // A numpy scalar where a number may stand for a tensor: a number, as
+      // torch takes it; an array or any other object with __dlpack__ stays
+      // a tensor.
+      if (Bridge::Get().IsTorchTensor(value)) continue;
+      if (PyObject_HasAttrString(value, "__dlpack__")) continue;
+      plain =
+          PyIndex_Check(value) ? PyNumber_Index(value) : PyNumber_Float(value);
+    } else if (plain == nullptr && a.type == ArgType::kFloat) {
+      plain = PyNumber_Float(value);  // a numpy scalar, a 0-dim tensor
+    } else if (plain == nullptr && PyIndex_Check(value) &&
+               (a.type == ArgType::kInt || a.type == ArgType::kScalar)) {
+      plain = PyNumber_Index(value);  // a numpy integer
+    } else if (plain == nullptr && a.type == ArgType::kScalar &&
+               !Bridge::Get().IsTorchTensor(value)) {
+      plain = PyNumber_Float(value);  // a numpy float
+    }
+    if (plain == nullptr) {
+      if (PyErr_Occurred() == nullptr) continue;
+      if (!PyErr_ExceptionMatches(PyExc_Exception)) return false;
+      PyErr_Clear();  // the rule refuses the argument in its own words
+      continue;
+    }
+    parsed->values[i] = refs->Keep(plain);
+  }
+  return true;
+}
+
 PyObject* CallOp(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
                  PyObject* kwnames) {
   const OpFunction& fn = *reinterpret_cast<OpHandle*>(self)->fn;
   if (!EnsureReady(fn.name.c_str())) return nullptr;
   ParsedArgs parsed;
-  if (!ParseArgs(fn.signature, args, nargs, kwnames, &parsed)) return nullptr;
+  CallRefs refs;
+  if (!ParseArgs(fn.signature, args, nargs, kwnames, &parsed) ||
+      !PlainNumbers(fn, &parsed, &refs)) {
+    return nullptr;
+  }
   StreamArg stream;
   if (!ParseStream(parsed.stream, &stream)) return nullptr;
   CallFrame frame(Bridge::Get(), fn.name.c_str());
@@ -112,16 +187,6 @@ bool AppendItem(PyObject* list, PyObject* item) {
   Py_XDECREF(item);
   if (!ok) Py_DECREF(list);
   return ok;
-}
-
-// Whether a Python number may stand for the tensor argument `index`: the
-// second operand of a broadcast (ops.mul(x, 0.5)) and clamp's bounds.
-bool NumberOk(const OpFunction& fn, size_t index) {
-  const SchemaArg& a = fn.schema.args[index];
-  if (a.type != ArgType::kTensor) return false;
-  const Geometry g = fn.entry->geometry;
-  return (g == Geometry::kBroadcast && index == 1) ||
-         (g == Geometry::kClamp && index > 0);
 }
 
 // [{"name", "type", "optional", "kwarg_only", "written", "default",

@@ -28,6 +28,24 @@ struct ParsedArgs {
   PyObject* stream;
 };
 
+// References a call made in place of its arguments (plain numbers), released
+// when the call ends.
+class CallRefs {
+ public:
+  CallRefs() = default;
+  CallRefs(const CallRefs&) = delete;
+  CallRefs& operator=(const CallRefs&) = delete;
+  ~CallRefs() {
+    for (int i = 0; i < count_; ++i) Py_DECREF(refs_[i]);
+  }
+  // Keeps `value`, a new reference, for the call.
+  PyObject* Keep(PyObject* value) { return refs_[count_++] = value; }
+
+ private:
+  PyObject* refs_[kMaxParams];
+  int count_ = 0;
+};
+
 // Interns a signature's parameter names (and out, stream) once, into
 // sig->interned; call at module init for every op.
 bool InternSignatureNames(Signature* sig);

@@ -295,12 +295,56 @@ def _out_fake(op):
 # --- what Dynamo traces instead of the native function ------------------------
 
 
-def _number_as_tensor(value, like):
+_KINDS = ("a bool", "an int", "a float")
+
+
+def _kind(dtype):
+    """0, 1, 2: bool, integer, floating dtype (the order torch promotes in)."""
+    return 0 if dtype == torch.bool else 2 if dtype.is_floating_point else 1
+
+
+def _number_as_tensor(op, what, value, like):
     """A Python number standing for a tensor (ops.mul(x, 0.5)), as the native
-    door takes it: a 0-dim tensor of the other operand's dtype."""
-    if isinstance(value, (bool, int, float)):
-        return torch.full((), value, dtype=like.dtype, device=like.device)
-    return value
+    door takes it (core/number_tensor.cc): a 0-dim tensor of the other
+    operand's dtype, refused with the native door's error where torch would
+    promote or the int does not fit, so that compiled code gives the answer or
+    the error an eager call gives."""
+    if not isinstance(value, (bool, int, float)):
+        return value
+    number = 0 if isinstance(value, bool) else 1 if isinstance(value, int) else 2
+    tensor = _kind(like.dtype)
+    if op.name == "clamp" and number == 2 and tensor < 2:
+        # clamp takes a number bound as an attribute (core/prepare.cc
+        # ScalarArg), with that rule's words.
+        raise TypeError(
+            f"{op.name}(): {what} is a float but input has integer dtype "
+            f"{_dtype_name(like.dtype)}; pass an int"
+        )
+    if number > tensor:
+        raise TypeError(
+            f"{op.name}(): {what} is {_KINDS[number]} but input has dtype "
+            f"{_dtype_name(like.dtype)}; torch would promote the result to another dtype, "
+            f"which torchferry does not do: pass {_KINDS[tensor]} to match input, or cast "
+            "input first"
+        )
+    if tensor == 1 and number == 1:
+        bits = torch.iinfo(like.dtype).bits
+        unsigned = not like.dtype.is_signed
+        # c10::checked_convert's rule, as CheckedInt applies it: uint16 - 64
+        # take any int64 or uint64 and wrap, uint8 negatives down to -255.
+        hi = 2**64 - 1 if unsigned and bits > 8 else torch.iinfo(like.dtype).max
+        lo = -(2**63) if unsigned and bits > 8 else -hi if unsigned else -hi - 1
+        if not lo <= value <= hi:
+            name = _dtype_name(like.dtype)
+            raise OverflowError(
+                f"{op.name}(): {what}={value} cannot be converted to {name} without "
+                f"overflow ({name} takes {lo} to {hi})"
+            )
+        if unsigned:
+            value %= 2**bits
+            if value >= 2 ** (bits - 1) and bits == 64:
+                value -= 2**64  # uint64's bit pattern, as torch.full takes it
+    return torch.full((), value, dtype=like.dtype, device=like.device)
 
 
 def _call(op, values, out, stream):
@@ -327,7 +371,7 @@ def _call(op, values, out, stream):
     if op.numbers:
         first = values[0]
         values = [
-            _number_as_tensor(v, first) if a["name"] in op.numbers else v
+            _number_as_tensor(op, a["name"], v, first) if a["name"] in op.numbers else v
             for v, a in zip(values, op.params)
         ]
     args = values[: len(op.positional)]
