@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "abi/torchferry.h"
+
 #if defined(__CUDACC__)
 #define TF_HOST_DEVICE __host__ __device__ __forceinline__
 #else
@@ -13,14 +15,17 @@
 
 namespace torchferry::cuda {
 
-// Dimensions a layout holds after merging. Torch tensors rarely have more;
-// merging adjacent dimensions that are contiguous with each other brings most
-// of those that do back under the limit.
-constexpr int kMaxDims = 8;
+// Dimensions a layout holds after merging: every rank the host passes
+// (abi/ABI.md), so that no call is refused for its rank. Merging adjacent
+// dimensions that are contiguous with each other leaves most tensors a dim or
+// two; the kernels loop over the ndim in use only. A layout of five tensors
+// is 3 KB of kernel parameters, inside CUDA's 32 KB (CUDA 12.1 and later, on
+// every architecture CUDA 13 builds for).
+constexpr int kMaxDims = TF_MAX_NDIM;
 
 // The most dimensions a tensor may have before merging. Bounds the host-side
-// scratch arrays; torch itself refuses tensors with more.
-constexpr int kMaxInputDims = 64;
+// scratch arrays.
+constexpr int kMaxInputDims = TF_MAX_NDIM;
 
 // N tensors that share one iteration shape, each with its own strides (in
 // elements). Dimension 0 is the outermost.
