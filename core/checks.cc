@@ -320,12 +320,15 @@ std::string GradCheckDetail() {
       g_autograd_meta_at);
 }
 
-bool CheckNoGrad(const char* op, const TensorRef& ref, bool out_given) {
+bool CheckNoGrad(const char* op, const TensorRef& ref, bool out_given,
+                 CallFrame& f, bool* getter_ran) {
   if (ref.view.source_kind != TF_SOURCE_ATEN) return true;  // not torch's
   if (g_autograd_meta_at >= 0) {
     const char* impl = *reinterpret_cast<const char* const*>(ref.handle());
     if (WordAt<const void*>(impl, g_autograd_meta_at) == nullptr) return true;
   }
+  f.NotePython();
+  *getter_ran = true;
   PyObject* value = g_requires_grad_get(ref.object, g_requires_grad_closure);
   if (value == nullptr) return false;
   bool requires = value == Py_True;

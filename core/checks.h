@@ -29,8 +29,12 @@ bool CheckNoOverlap(const char* op, const char* what, const TensorRef& input,
                     const TensorRef& out, bool exact_alias_ok,
                     const char* out_name = "out");
 // torch's out= functions refuse inputs that require grad while grad mode is
-// on; so do we, rather than silently detaching.
-bool CheckNoGrad(const char* op, const TensorRef& ref, bool out_given);
+// on; so do we, rather than silently detaching. Where it must call torch's
+// requires_grad getter, which runs Python for a tensor subclass's
+// __torch_function__ or under a TorchFunctionMode, it notes the frame's
+// tensors first (CallFrame::NotePython) and sets *getter_ran.
+bool CheckNoGrad(const char* op, const TensorRef& ref, bool out_given,
+                 CallFrame& f, bool* getter_ran);
 bool InitGradCheck(PyObject* torch_module);
 // How the check reads requires_grad, for `info`.
 std::string GradCheckDetail();

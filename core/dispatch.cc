@@ -183,8 +183,22 @@ PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
     // allocate (an op that writes only in place returns none).
     const bool out_given = f.owned_result == nullptr &&
                            (f.result != nullptr || f.num_returned > 0);
+    bool getter_ran = false;
     for (int i = 0; i < f.num_refs(); ++i) {
-      if (!CheckNoGrad(name, f.ref(i), out_given)) return nullptr;
+      if (!CheckNoGrad(name, f.ref(i), out_given, f, &getter_ran)) {
+        return nullptr;
+      }
+    }
+    // A __torch_function__ the getter ran may have resized or freed a
+    // tensor the call has read: refused, never run on stale views.
+    if (getter_ran && !f.Unchanged()) {
+      RaiseError(PyExc_RuntimeError,
+                 fmt::format("{}(): a tensor argument changed while "
+                             "requires_grad was read (a __torch_function__ "
+                             "override or mode ran and modified it); pass "
+                             "tensors that stay as they are for the call",
+                             name));
+      return nullptr;
     }
   }
   void* cuda_stream;

@@ -133,3 +133,41 @@ def test_a_zero_dim_tensor_eps_on_a_deep_input(plugins):
         TORCHFERRY_PLUGINS=plugins,
     )
     assert r.returncode == 0 and r.stdout.strip() == "OK", r.stdout + r.stderr[-3000:]
+
+
+def test_a_torch_function_that_runs_while_requires_grad_is_read():
+    """Under grad mode the call reads each tensor's requires_grad; for a
+    subclass with autograd metadata that runs its __torch_function__, which
+    here frees another argument's memory. The call is refused, never run on
+    the freed memory."""
+    r = run_python(
+        """
+        import torch
+        from torchferry import ops
+        N = 1 << 22
+        y = torch.ones(N)
+
+        class Hooked(torch.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                if getattr(func, "__name__", "") == "__get__" or "requires_grad" in repr(func):
+                    y.set_(torch.full((N,), 7.0))
+                return super().__torch_function__(func, types, args, kwargs or {})
+
+        x = torch.ones(N).as_subclass(Hooked)
+        x.requires_grad_(True)
+        x.requires_grad_(False)  # autograd metadata stays: the getter runs
+        # y's first storage stays alive, so that a stale read finds its ones
+        # (8 would be right, 2 is the stale read) rather than freed memory.
+        keep = y.view(-1)
+        try:
+            out = ops.add(x, y)
+        except RuntimeError as e:
+            assert "changed while requires_grad was read" in str(e), e
+            print("REFUSED")
+        else:
+            assert torch.equal(out.as_subclass(torch.Tensor), torch.full((N,), 8.0)), out
+            print("OK")
+        """
+    )
+    assert r.returncode == 0 and r.stdout.strip() in ("OK", "REFUSED"), r.stdout + r.stderr[-3000:]
