@@ -278,6 +278,10 @@ r["accumulate_grad"] = outcome(lambda: ops.decl.accumulate(x, g))
 with torch.no_grad():
     r["accumulate_no_grad"] = outcome(lambda: ops.decl.accumulate(x, g))
 r["g"] = g.detach().tolist()
+with torch.inference_mode():
+    inference_acc, inference_out = torch.ones(3, 4), torch.empty(())
+r["accumulate_inference"] = outcome(lambda: ops.decl.accumulate(x, inference_acc))
+r["out_inference"] = outcome(lambda: ops.decl.scaled_and_sum(x, out=(o0, inference_out)))
 r["infer_in_place"] = torchferry._C._infer(
     "decl::accumulate", "cpu", (((3, 4), "float32"), ((3, 4), "float32"), 1.0), None)
 
@@ -337,6 +341,11 @@ def test_a_declared_op_returns_several_tensors_and_writes_in_place(plugin_dir):
     )
     assert r["accumulate_no_grad"] == "ok" and r["g"] == x.tolist()
     assert r["infer_in_place"] is None
+    # A tensor torch will not write outside inference mode is named, in
+    # place or as one of several outs.
+    assert "Inplace update to inference tensor" in r["accumulate_inference"], r["accumulate_inference"]
+    assert "acc is an inference tensor" in r["accumulate_inference"], r["accumulate_inference"]
+    assert "out[1] is an inference tensor" in r["out_inference"], r["out_inference"]
 
     assert r["acc2"] == (1 + x).tolist() and r["twice"] == (2 * (1 + x)).tolist()
     assert r["twice_out_is_acc"].startswith("ValueError: decl::accumulate_twice(): "), r["twice_out_is_acc"]
