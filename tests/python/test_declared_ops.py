@@ -47,6 +47,8 @@ VARIANTS = {
     19: ("dbad_too_many_writes", "writes 9 tensors (4 returned, 5 in place); expected at most 8"),
     20: ("dbad_optional_in_place", "'acc' is written (Tensor(x!)): expected a Tensor without a default"),
     21: ("decl_shadow", None),
+    22: ("dbad_keyword_argument", "the argument's name 'lambda' is a Python keyword, which torchferry.ops cannot "
+         "spell"),
 }  # fmt: skip
 BROKEN = {stem: reason for stem, reason in VARIANTS.values() if reason}
 

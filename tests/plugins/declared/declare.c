@@ -40,6 +40,7 @@
 #define TOO_MANY_WRITES 19
 #define OPTIONAL_IN_PLACE 20
 #define SHADOWING_NAMES 21 /* correct: arguments named as host internals */
+#define KEYWORD_ARGUMENT 22
 
 /* out = scale * x (+ 1 for the SAME_SCHEMA plugin, to tell them apart). */
 static tf_status twice(const tf_call* call) {
@@ -362,6 +363,9 @@ static const tf_op_decl ops[] = {
          same_as_x),
 #elif FLAW == OPTIONAL_IN_PLACE
     DECL("dbad::f", "dbad::f(Tensor x, Tensor(a!)? acc) -> ()", same_as_x),
+#elif FLAW == KEYWORD_ARGUMENT
+    DECL("dbad::f", "dbad::f(Tensor x, *, float lambda=1.0) -> Tensor",
+         same_as_x),
 #else
     DECL("dbad::f", "dbad::f(Tensor x) -> Tensor", same_as_x),
 #endif
