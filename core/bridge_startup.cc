@@ -8,6 +8,7 @@
 #include "core/bridge.h"
 #include "core/impl_words.h"
 #include "core/py_errors.h"
+#include "loader/loader.h"
 
 namespace torchferry {
 namespace {
@@ -120,7 +121,7 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
       neg_probe_.ok ? neg_probe_.keyset_offset + 8 : 0;
   // Checked before any probe runs: an A/B run that misspells the setting
   // must not measure the default while believing it measured the getters.
-  const char* meta = std::getenv("TORCHFERRY_TENSOR_META");
+  const char* meta = CodeSelectingEnv("TORCHFERRY_TENSOR_META");
   if (meta != nullptr && meta[0] != '\0' && std::strcmp(meta, "auto") != 0 &&
       std::strcmp(meta, "getters") != 0) {
     return RaiseError(
@@ -134,7 +135,7 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
   meta_.Calibrate(torch_module, &lib_.api, impl_bytes, neg_probe_.keyset_offset,
                   neg_probe_.negative_mask);
 
-  const char* forced = std::getenv("TORCHFERRY_BRIDGE");
+  const char* forced = CodeSelectingEnv("TORCHFERRY_BRIDGE");
   if (forced != nullptr && forced[0] != '\0' &&
       std::strcmp(forced, "auto") != 0) {
     if (!SetPath(forced)) return false;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/impl_words.h"
+#include "loader/loader.h"
 
 namespace torchferry {
 namespace {
@@ -37,7 +38,7 @@ void MetaProbe::Calibrate(PyObject* torch_module, const AotiApi* api,
     for (PyObject* o : owned) Py_XDECREF(o);
     PyErr_Clear();
   };
-  const char* forced = std::getenv("TORCHFERRY_TENSOR_META");
+  const char* forced = CodeSelectingEnv("TORCHFERRY_TENSOR_META");
   if (forced != nullptr && std::string(forced) == "getters") {
     return finish(false, "forced by TORCHFERRY_TENSOR_META=getters");
   }

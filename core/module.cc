@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -25,6 +27,8 @@ namespace {
 
 Registry* g_registry = nullptr;
 double g_load_seconds = 0;
+// The variables the loader did not read in a privileged process.
+std::vector<std::string> g_ignored_environment;
 
 // --- start-up ----------------------------------------------------------------
 
@@ -101,8 +105,16 @@ PyObject* Init(PyObject* module, PyObject* args) {
   SetHostQuery("torch.version", torch_version);
   auto start = std::chrono::steady_clock::now();
   g_registry = new Registry();  // lives until exit, as do the plugins
-  g_registry->Load(LoaderOptions::FromEnvironment(
-      plugin_dir, std::move(entry_points), std::move(unresolved_entry_points)));
+  LoaderOptions options = LoaderOptions::FromEnvironment(
+      plugin_dir, std::move(entry_points), std::move(unresolved_entry_points));
+  g_ignored_environment = options.ignored_environment;
+  // The bridge read these through CodeSelectingEnv(), which skips them here.
+  for (const char* name : {"TORCHFERRY_BRIDGE", "TORCHFERRY_TENSOR_META"}) {
+    if (SecureExecution() && std::getenv(name) != nullptr) {
+      g_ignored_environment.emplace_back(name);
+    }
+  }
+  g_registry->Load(options);
   g_load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -393,6 +405,25 @@ PyObject* LoadSeconds(PyObject*, PyObject*) {
   return PyFloat_FromDouble(g_load_seconds);
 }
 
+PyObject* SecureExecutionNow(PyObject*, PyObject*) {
+  return PyBool_FromLong(SecureExecution());
+}
+
+PyObject* IgnoredEnvironment(PyObject*, PyObject*) {
+  PyObject* list = PyList_New(0);
+  if (list == nullptr) return nullptr;
+  for (const std::string& name : g_ignored_environment) {
+    PyObject* item = PyUnicode_FromString(name.c_str());
+    if (item == nullptr || PyList_Append(list, item) != 0) {
+      Py_XDECREF(item);
+      Py_DECREF(list);
+      return nullptr;
+    }
+    Py_DECREF(item);
+  }
+  return list;
+}
+
 // Registry lookup alone (uncached, as at first call): ns per Find.
 PyObject* TimeLookup(PyObject*, PyObject* args) {
   long long iterations;
@@ -435,6 +466,11 @@ PyMethodDef g_methods[] = {
     {"_infer", TF_CFUNC(Infer), METH_VARARGS, nullptr},
     {"_set_plugin_option", TF_CFUNC(SetPluginOption), METH_VARARGS, nullptr},
     {"_load_seconds", TF_CFUNC(LoadSeconds), METH_NOARGS, nullptr},
+    {"_secure_execution", TF_CFUNC(SecureExecutionNow), METH_NOARGS,
+     "_secure_execution(): whether this process is privileged, so that "
+     "variables choosing the code it loads are ignored"},
+    {"_ignored_environment", TF_CFUNC(IgnoredEnvironment), METH_NOARGS,
+     "_ignored_environment(): the variables the loader did not read"},
     {"_schemas", TF_CFUNC(Schemas), METH_NOARGS, nullptr},
     {nullptr, nullptr, 0, nullptr},  // ops are added at module init
 };

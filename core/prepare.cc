@@ -125,7 +125,8 @@ bool TakeOutput(const char* op, const char* what, PyObject* out,
     return false;
   }
   if (ref->view.source_kind == TF_SOURCE_ATEN &&
-      !Bridge::Get().versions().CheckWritable(op, ref->object, ref->handle())) {
+      !Bridge::Get().versions().CheckWritable(op, what, ref->object,
+                                              ref->handle())) {
     return false;
   }
   frame.written[slot] = ref;
@@ -534,7 +535,8 @@ bool PrepareAddRmsNorm(const OpFunction& fn, const ParsedArgs& args,
     return false;
   }
   if (r->view.source_kind == TF_SOURCE_ATEN &&
-      !Bridge::Get().versions().CheckWritable(op, r->object, r->handle())) {
+      !Bridge::Get().versions().CheckWritable(op, "residual", r->object,
+                                              r->handle())) {
     return false;
   }
   TensorRef* w = TakeRowWeight(op, args.values[2], f, *x);
@@ -810,7 +812,7 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
     if (a.in_place()) {
       if (!CheckWritable(op, *r, name) ||
           (r->view.source_kind == TF_SOURCE_ATEN &&
-           !Bridge::Get().versions().CheckWritable(op, r->object,
+           !Bridge::Get().versions().CheckWritable(op, name, r->object,
                                                    r->handle()))) {
         return false;
       }

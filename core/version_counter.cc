@@ -166,7 +166,8 @@ bool VersionCounter::IsInference(PyObject* object,
   return r == Py_True;
 }
 
-bool VersionCounter::CheckWritable(const char* op, PyObject* object,
+bool VersionCounter::CheckWritable(const char* op, const char* what,
+                                   PyObject* object,
                                    AtenTensorHandle handle) const {
   if (!IsInference(object, handle)) return true;
   // A C function returning a bool: no Python code runs here.
@@ -176,10 +177,10 @@ bool VersionCounter::CheckWritable(const char* op, PyObject* object,
   PyErr_Clear();
   return RaiseError(PyExc_RuntimeError,
                     fmt::format("{}(): Inplace update to inference tensor "
-                                "outside InferenceMode is not allowed: out is "
+                                "outside InferenceMode is not allowed: {} is "
                                 "an inference tensor; write it inside "
                                 "torch.inference_mode(), or pass a clone",
-                                op));
+                                op, what));
 }
 
 }  // namespace torchferry

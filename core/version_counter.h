@@ -33,8 +33,8 @@ class VersionCounter {
 
   // Inference tensors have no version counter; torch writes them only
   // inside torch.inference_mode(). False with a RuntimeError in torch's
-  // words where this write would be refused.
-  bool CheckWritable(const char* op, PyObject* object,
+  // words, naming the argument `what`, where this write would be refused.
+  bool CheckWritable(const char* op, const char* what, PyObject* object,
                      AtenTensorHandle handle) const;
 
   bool calibrated() const { return ok_; }

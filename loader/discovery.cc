@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <fmt/format.h>
 #include <fnmatch.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -154,12 +156,31 @@ bool IsSelected(std::string_view selection, std::string_view stem) {
   return !any_include || included;
 }
 
+bool SecureExecution() {
+  return ::getauxval(AT_SECURE) != 0 || ::getuid() != ::geteuid() ||
+         ::getgid() != ::getegid();
+}
+
+const char* CodeSelectingEnv(const char* name) {
+  return SecureExecution() ? nullptr : std::getenv(name);
+}
+
 LoaderOptions LoaderOptions::FromEnvironment(
     const std::string& package_plugin_dir,
     std::vector<EntryPointPath> entry_points,
-    std::vector<Skipped> unresolved_entry_points) {
+    std::vector<Skipped> unresolved_entry_points, bool secure) {
   LoaderOptions options;
-  if (const char* path = std::getenv("TORCHFERRY_PLUGIN_PATH")) {
+  // A variable that chooses which shared objects load is the caller's to set
+  // only when the caller could load them itself.
+  auto code_selecting = [&](const char* name) -> const char* {
+    const char* value = std::getenv(name);
+    if (value != nullptr && secure) {
+      options.ignored_environment.emplace_back(name);
+      return nullptr;
+    }
+    return value;
+  };
+  if (const char* path = code_selecting("TORCHFERRY_PLUGIN_PATH")) {
     options.search_path = SplitSearchPath(path);
   }
   // An installed vendor's plugin comes after the user's explicit path (which
@@ -172,7 +193,7 @@ LoaderOptions LoaderOptions::FromEnvironment(
   if (!package_plugin_dir.empty()) {
     options.search_path.push_back(package_plugin_dir);
   }
-  if (const char* selection = std::getenv("TORCHFERRY_PLUGINS")) {
+  if (const char* selection = code_selecting("TORCHFERRY_PLUGINS")) {
     options.selection = selection;
   }
   // GetLogLevel() has already read (and complained about) TORCHFERRY_LOG.

@@ -40,8 +40,23 @@ struct EntryPointPath {
   std::string path;
 };
 
+// True in a process that runs with privileges its caller may lack: the
+// kernel's AT_SECURE (setuid, setgid or file capabilities at exec), or real
+// and effective user or group ids that differ. Such a process must not let
+// the caller's environment choose the code it runs (glibc's secure_getenv,
+// which ignores LD_LIBRARY_PATH there).
+bool SecureExecution();
+
+// std::getenv(name) for a variable that chooses which code runs
+// (TORCHFERRY_BRIDGE, TORCHFERRY_TENSOR_META), or nullptr in a privileged
+// process, as glibc's secure_getenv.
+const char* CodeSelectingEnv(const char* name);
+
 // Where to look and what to take. FromEnvironment() reads
-// TORCHFERRY_PLUGIN_PATH, TORCHFERRY_PLUGINS and TORCHFERRY_LOG.
+// TORCHFERRY_PLUGIN_PATH, TORCHFERRY_PLUGINS and TORCHFERRY_LOG; when
+// `secure` (SecureExecution() unless given) it ignores the first two, which
+// choose the shared objects the process loads, and names them in
+// ignored_environment.
 struct LoaderOptions {
   // Folders or files, searched in this order: TORCHFERRY_PLUGIN_PATH, then
   // the entry points' paths, then the package's own plugin folder. A folder
@@ -56,11 +71,15 @@ struct LoaderOptions {
   // callable raised, a value of the wrong type, a missing file): each is a
   // skipped plugin with its reason.
   std::vector<Skipped> unresolved_entry_points = {};
+  // The variables that were set but not read because the process is
+  // privileged (see SecureExecution()).
+  std::vector<std::string> ignored_environment = {};
 
   static LoaderOptions FromEnvironment(
       const std::string& package_plugin_dir,
       std::vector<EntryPointPath> entry_points = {},
-      std::vector<Skipped> unresolved_entry_points = {});
+      std::vector<Skipped> unresolved_entry_points = {},
+      bool secure = SecureExecution());
 };
 
 // The error sink that tf_call.error_sink and tf_plugin.init point at.

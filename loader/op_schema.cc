@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <string_view>
 
 namespace torchferry {
 namespace {
@@ -12,6 +13,23 @@ namespace {
 bool IsIdentStart(char c) { return (c >= 'a' && c <= 'z') || c == '_'; }
 bool IsIdentChar(char c) { return IsIdentStart(c) || (c >= '0' && c <= '9'); }
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n'; }
+
+// Python's keywords that the identifier grammar above can spell: an op,
+// namespace or argument so named could not be reached as
+// torchferry.ops.<namespace>.<name>(<argument>=...), and the function
+// torch.compile traces in its place could not be written.
+bool IsPythonKeyword(std::string_view name) {
+  static constexpr std::string_view kKeywords[] = {
+      "and",      "as",       "assert", "async", "await",  "break",  "class",
+      "continue", "def",      "del",    "elif",  "else",   "except", "finally",
+      "for",      "from",     "global", "if",    "import", "in",     "is",
+      "lambda",   "nonlocal", "not",    "or",    "pass",   "raise",  "return",
+      "try",      "while",    "with",   "yield"};
+  for (std::string_view k : kKeywords) {
+    if (name == k) return true;
+  }
+  return false;
+}
 
 // A recursive-descent reader over the schema text. Every method either
 // consumes what it names and returns true, or sets the error (the first one
@@ -100,13 +118,27 @@ class Parser {
 
   bool Name(OpSchema* s) {
     std::string first;
+    SkipSpace();
+    size_t at = pos_;
     if (!Ident(&first, "the op's name")) return false;
     if (Take("::")) {
       s->ns = first;
-      return Ident(&s->name, "the op's name after '::'");
+      if (!NotKeyword(at, s->ns, "the namespace")) return false;
+      SkipSpace();
+      at = pos_;
+      return Ident(&s->name, "the op's name after '::'") &&
+             NotKeyword(at, s->name, "the op's name");
     }
     s->name = first;
-    return true;
+    return NotKeyword(at, s->name, "the op's name");
+  }
+
+  bool NotKeyword(size_t at, const std::string& name, std::string_view what) {
+    if (!IsPythonKeyword(name)) return true;
+    return FailAt(at, fmt::format("{} '{}' is a Python keyword, which "
+                                  "torchferry.ops cannot spell; expected "
+                                  "another name",
+                                  what, name));
   }
 
   // After `Tensor`: an optional (a) or (a!) annotation.
@@ -283,7 +315,10 @@ class Parser {
         if (!Type(&a.type, &a.optional, &a.alias, &a.written)) return false;
         SkipSpace();
         const size_t name_at = pos_;
-        if (!Ident(&a.name, "the argument's name")) return false;
+        if (!Ident(&a.name, "the argument's name") ||
+            !NotKeyword(name_at, a.name, "the argument's name")) {
+          return false;
+        }
         if (s->FindArg(a.name) >= 0) {
           return FailAt(name_at,
                         fmt::format("a second argument called '{}'", a.name));

@@ -75,6 +75,14 @@ void Registry::Load(const LoaderOptions& options) {
     for (const Skipped& entry : options.unresolved_entry_points) {
       impl_->Skip(entry.path, entry.name, entry.reason);
     }
+    for (const std::string& name : options.ignored_environment) {
+      Log(LogLevel::kWarn, "loader",
+          fmt::format("{} is set but ignored: this process runs with "
+                      "privileges its caller may lack (setuid, setgid or "
+                      "file capabilities), so the environment does not choose "
+                      "the code it loads",
+                      name));
+    }
     for (const EntryPointPath& entry : options.entry_points) {
       Log(LogLevel::kDebug, "loader",
           fmt::format("entry point {}: '{}'", entry.label, entry.path));

@@ -20,8 +20,11 @@ kernel that crashes it (or hangs past --timeout) is reported by name, with
 the case it was running, and the next child goes on from the next kernel.
 Every case draws its values from a generator seeded from --seed, the op,
 the dtype and the kind, so the repro line printed for a failure runs the
-same case again. Exit status: 0 when nothing failed, 1 on any failure,
-crash, hang or refusal, 2 for bad arguments.
+same case again. A child's reports travel on a pipe of their own, not its
+stdout, which its kernels may write to. Exit status: 0 when at least one
+case passed and nothing failed, 1 on any failure, crash, hang or refusal, or
+when no case was checked (every kernel unsupported, without a reference or
+without an applicable case), 2 for bad arguments.
 """
 
 import json
@@ -58,9 +61,17 @@ def case_seed(seed, op, dtype, kind):
 # --- the child: loads the plugin, runs cases --------------------------------------
 
 
+# The child's reports go to a pipe of their own, whose descriptor the parent
+# names in the spec: a kernel that writes to stdout (a progress dot, a line
+# without its newline, text that looks like a report) can neither drop a
+# report nor forge one.
+_report_fd = None
+
+
 def _emit(record):
-    sys.stdout.write(RESULT_MARK + json.dumps(record) + "\n")
-    sys.stdout.flush()
+    data = (RESULT_MARK + json.dumps(record) + "\n").encode()
+    while data:
+        data = data[os.write(_report_fd, data):]
 
 
 def _plugin_record(spec):
@@ -283,7 +294,9 @@ def _child_run(spec):
 
 
 def child_main(argv):
+    global _report_fd
     spec = json.loads(argv[0])
+    _report_fd = spec["report_fd"]
     if spec["mode"] == "list":
         _child_list(spec)
     else:
@@ -313,17 +326,27 @@ def _plugin_environment(plugin):
 
 
 def _spawn(spec, env, timeout):
-    """Runs one child; yields its records and then ('exit', returncode,
-    stderr tail, hung)."""
+    """Runs one child; yields its records (from its report pipe) and then
+    ('exit', returncode, stderr tail, hung). What the child writes to stdout
+    is read and dropped: it is the kernels' to write."""
+    read_fd, write_fd = os.pipe()
     cmd = [sys.executable, "-c", "import sys; from torchferry.check import child_main; "
-           "sys.exit(child_main(sys.argv[1:]))", json.dumps(spec)]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+           "sys.exit(child_main(sys.argv[1:]))", json.dumps({**spec, "report_fd": write_fd})]
+    try:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True, pass_fds=(write_fd,))
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)  # the child's copy is the only writer: its exit ends the reports
+    reports = os.fdopen(read_fd, "rb", buffering=0)
     sel = selectors.DefaultSelector()
+    sel.register(reports, selectors.EVENT_READ, "reports")
     sel.register(proc.stdout, selectors.EVENT_READ, "out")
     sel.register(proc.stderr, selectors.EVENT_READ, "err")
-    buffers = {"out": b"", "err": b""}
-    open_streams = 2
+    buffers = {"reports": b"", "out": b"", "err": b""}
+    open_streams = 3
     hung = False
     deadline = time.monotonic() + timeout
     while open_streams:
@@ -338,14 +361,20 @@ def _spawn(spec, env, timeout):
                 sel.unregister(key.fileobj)
                 open_streams -= 1
                 continue
-            buffers[key.data] += chunk
             if key.data == "out":
+                continue  # the kernels' output, not the check's
+            buffers[key.data] += chunk
+            if key.data == "reports":
                 deadline = time.monotonic() + timeout  # progress: a case finished
-                *lines, buffers["out"] = buffers["out"].split(b"\n")
+                *lines, buffers["reports"] = buffers["reports"].split(b"\n")
                 for line in lines:
                     text = line.decode("utf-8", "backslashreplace")
                     if text.startswith(RESULT_MARK):
-                        yield json.loads(text[len(RESULT_MARK):])
+                        try:
+                            yield json.loads(text[len(RESULT_MARK):])
+                        except ValueError:
+                            pass  # garbled: the case it belonged to counts as without a result
+    reports.close()
     proc.wait()
     yield ("exit", proc.returncode, buffers["err"].decode("utf-8", "backslashreplace")[-2000:], hung)
 
@@ -457,8 +486,26 @@ def run_check(plugin, ops=None, device="cpu", seed=0, references=(), kinds=None,
             break
         if done:
             break
-    report["ok"] = not any(r["status"] in FAILING for r in report["results"])
+    _add_missing(report, kernels, kinds)
+    report["checked"] = sum(r["status"] == "pass" for r in report["results"])
+    report["ok"] = report["checked"] > 0 and not any(r["status"] in FAILING for r in report["results"])
     return report
+
+
+def _add_missing(report, kernels, kinds):
+    """A failure for every case of a kernel that ran to the end whose report
+    never came back: a case the parent did not hear about was not checked,
+    and must not pass by its absence."""
+    heard = {(r["index"], r["kind"]) for r in report["results"]}
+    died = {r["index"] for r in report["results"] if r["status"] in ("crash", "hang")}
+    for index, (op, device, dtype) in enumerate(kernels):
+        if index in died:
+            continue
+        for kind in kinds:
+            if (index, kind) not in heard:
+                report["results"].append({"type": "case", "index": index, "op": op, "device": device,
+                                          "dtype": dtype, "kind": kind, "seed": None, "status": "fail",
+                                          "detail": "no result came back for this case"})
 
 
 def render(report, plugin_arg):
@@ -489,9 +536,15 @@ def render(report, plugin_arg):
     lines.append("cells: " + ", ".join(f"{v} {k}" for k, v in CELLS.items()))
     for note in notes:
         lines.append(f"note: {note}")
+    counts = {status: sum(r["status"] == status for r in report["results"]) for status in CELLS}
+    if not failures and not counts["pass"]:
+        # Nothing compared with a reference: the run says nothing of the plugin.
+        lines.append(f"FAILED: no case was checked (0 passed, {counts['unsupported']} unsupported, "
+                     f"{counts['no_reference'] + counts['reference_error']} without a reference, "
+                     f"{counts['n/a']} not applicable); expected at least one case to run and match")
+        return "\n".join(lines)
     if not failures:
-        lines.append(f"PASSED: no case failed ({sum(r['status'] == 'pass' for r in report['results'])} passed, "
-                     f"{sum(r['status'] == 'unsupported' for r in report['results'])} unsupported)")
+        lines.append(f"PASSED: no case failed ({counts['pass']} passed, {counts['unsupported']} unsupported)")
         return "\n".join(lines)
     lines.append(f"FAILED: {len(failures)} case(s)")
     for r in failures:

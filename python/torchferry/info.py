@@ -31,6 +31,9 @@ def collect():
         "plugin_search": {
             "TORCHFERRY_PLUGIN_PATH": _env_text("TORCHFERRY_PLUGIN_PATH"),
             "TORCHFERRY_PLUGINS": _env_text("TORCHFERRY_PLUGINS"),
+            # Set, but not read: this process is privileged (see render()).
+            "ignored": _C._ignored_environment(),
+            "privileged": _C._secure_execution(),
             "entry_points": plugins.entry_points(),
             "package_dir": torchferry.PLUGIN_DIR,
         },
@@ -60,6 +63,18 @@ def _entry_point_summary(entries):
     return ", ".join(named) or "none"
 
 
+IGNORED_WHY = (
+    "this process runs with privileges its caller may lack (setuid, setgid or file capabilities), "
+    "so the environment does not choose the code it loads, as glibc ignores LD_LIBRARY_PATH there"
+)
+
+
+def _search_setting(search, name):
+    """'NAME=value', '(unset)', or the value marked as ignored."""
+    value = search[name] or "(unset)"
+    return f"{name}={value}" + (" (ignored)" if name in search.get("ignored", ()) else "")
+
+
 def render(data):
     b = data["bridge"]
     cal = b["offset_calibration"]
@@ -83,11 +98,14 @@ def render(data):
         "  conversions: " + ", ".join(f"{k}={v}" for k, v in data["path_counts"].items()),
         "",
         f"plugins (loaded in {data['load_seconds'] * 1e3:.2f} ms; search: "
-        f"TORCHFERRY_PLUGIN_PATH={data['plugin_search']['TORCHFERRY_PLUGIN_PATH'] or '(unset)'}, "
+        f"{_search_setting(data['plugin_search'], 'TORCHFERRY_PLUGIN_PATH')}, "
         f"then entry points ({_entry_point_summary(data['plugin_search']['entry_points'])}), "
         f"then {data['plugin_search']['package_dir']}; "
-        f"TORCHFERRY_PLUGINS={data['plugin_search']['TORCHFERRY_PLUGINS'] or '(unset)'}):",
+        f"{_search_setting(data['plugin_search'], 'TORCHFERRY_PLUGINS')}):",
     ]
+    ignored = data["plugin_search"].get("ignored")
+    if ignored:
+        lines.append(f"  ignored {', '.join(ignored)}: {IGNORED_WHY}")
     if not data["plugins"]:
         lines.append("  none")
     for p in data["plugins"]:

@@ -400,10 +400,25 @@ def _substitute(op):
     else:
         passed = f"({', '.join(a['name'] for a in op.params)},)" if op.params else "()"
         out, stream = "out", "stream"
-    source = f"def {name}({params}):\n    return _call(_op, {passed}, {out}, {stream})\n"
-    scope = {"_call": _call, "_op": op}
+    # The body reaches _call and op through globals of the generated code; a
+    # parameter of the same name would shadow them (a declared op's argument
+    # may be called anything), so their names are chosen to differ from
+    # every parameter and from the function's own name.
+    taken = {a["name"] for a in op.params} | {"out", "stream", name}
+    call_name, op_name = _unused("_tf_call", taken), _unused("_tf_op", taken)
+    source = f"def {name}({params}):\n    return {call_name}({op_name}, {passed}, {out}, {stream})\n"
+    scope = {call_name: _call, op_name: op}
     exec(compile(source, f"<torchferry.library {op.name}>", "exec"), scope)  # noqa: S102
     return scope[name]
+
+
+def _unused(stem, taken):
+    """`stem`, or stem_1, stem_2, ...: the first that is not in `taken`."""
+    name, n = stem, 0
+    while name in taken:
+        n += 1
+        name = f"{stem}_{n}"
+    return name
 
 
 # --- registration ------------------------------------------------------------

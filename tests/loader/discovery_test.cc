@@ -261,4 +261,39 @@ TEST_CASE("options from the environment", "[discovery]") {
   options = LoaderOptions::FromEnvironment("/package/plugins");
   CHECK(options.search_path == std::vector<std::string>{"/package/plugins"});
   CHECK(options.selection.empty());
+  CHECK(options.ignored_environment.empty());
+}
+
+TEST_CASE("a privileged process ignores the variables that choose code",
+          "[discovery]") {
+  ::setenv("TORCHFERRY_PLUGIN_PATH", "/attacker", 1);
+  ::setenv("TORCHFERRY_PLUGINS", "evil", 1);
+  ::setenv("TORCHFERRY_LOG", "error", 1);
+  // The test runs unprivileged: SecureExecution() is false, the default.
+  CHECK_FALSE(SecureExecution());
+  CHECK(std::string(CodeSelectingEnv("TORCHFERRY_PLUGINS")) == "evil");
+  LoaderOptions options = LoaderOptions::FromEnvironment("/package/plugins");
+  CHECK(options.search_path ==
+        std::vector<std::string>{"/attacker", "/package/plugins"});
+  CHECK(options.selection == "evil");
+  CHECK(options.ignored_environment.empty());
+
+  options = LoaderOptions::FromEnvironment(
+      "/package/plugins", {{"vendor = v:f (v)", "/vendor/plugins"}}, {},
+      /*secure=*/true);
+  CHECK(options.search_path ==
+        std::vector<std::string>{"/vendor/plugins", "/package/plugins"});
+  CHECK(options.selection.empty());
+  CHECK(
+      options.ignored_environment ==
+      std::vector<std::string>{"TORCHFERRY_PLUGIN_PATH", "TORCHFERRY_PLUGINS"});
+  // The log level chooses no code: still read.
+  CHECK(options.log_level == LogLevel::kError);
+
+  // Unset variables are not reported as ignored.
+  ::unsetenv("TORCHFERRY_PLUGIN_PATH");
+  ::unsetenv("TORCHFERRY_PLUGINS");
+  ::unsetenv("TORCHFERRY_LOG");
+  options = LoaderOptions::FromEnvironment("/package/plugins", {}, {}, true);
+  CHECK(options.ignored_environment.empty());
 }

@@ -148,6 +148,31 @@ TEST_CASE("out and stream belong to every op", "[schema]") {
         std::string::npos);
 }
 
+TEST_CASE("names are ones Python can spell", "[schema]") {
+  CHECK(Refusal("acme::f(Tensor x, *, float lambda=1.0) -> Tensor") ==
+        "at column 28: the argument's name 'lambda' is a Python keyword, "
+        "which torchferry.ops cannot spell; expected another name");
+  CHECK(Refusal("acme::f(Tensor x, int if) -> Tensor")
+            .find("the argument's name 'if' is a Python keyword") !=
+        std::string::npos);
+  CHECK(Refusal("acme::class(Tensor x) -> Tensor") ==
+        "at column 7: the op's name 'class' is a Python keyword, which "
+        "torchferry.ops cannot spell; expected another name");
+  CHECK(Refusal("import::f(Tensor x) -> Tensor")
+            .find("at column 1: the namespace 'import' is a Python keyword") !=
+        std::string::npos);
+  CHECK(Refusal("yield(Tensor x) -> Tensor")
+            .find("the op's name 'yield' is a Python keyword") !=
+        std::string::npos);
+  // Soft keywords, builtins and names that merely contain a keyword are
+  // names like any other; so are the ones the host uses inside.
+  Parsed(
+      "acme::match(Tensor x, *, float type=1.0, int case=0, bool lambda_=True, "
+      "float _op=0.0, float _call=0.0, float iff=0.0, int print=0) -> Tensor");
+  // A return's name is never spelled in Python.
+  Parsed("acme::f(Tensor x) -> Tensor lambda");
+}
+
 TEST_CASE("limits bound every declaration", "[schema]") {
   std::string many = "f(";
   for (int i = 0; i < 17; ++i)

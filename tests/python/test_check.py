@@ -29,6 +29,7 @@ WRONG = {
     4: ("wrong_nan", ("add", "float32", "special"), "fail", "Tensor-likes are not close"),
     5: ("wrong_dtype", ("abs", "float64", "contiguous"), "fail", "Tensor-likes are not close"),
     6: ("wrong_empty", ("add", "float32", "empty"), "crash", "the process died of SIGSEGV"),
+    7: ("wrong_stdout", ("add", "float32", "special"), "fail", "Tensor-likes are not close"),
 }
 
 
@@ -123,6 +124,42 @@ def test_a_wrong_plugin_passes_the_cases_it_gets_right(wrong_dir):
     assert statuses[("abs", "empty")] == "crash"
 
 
+def test_a_kernel_writing_to_stdout_drops_no_report(wrong_dir, tmp_path):
+    # Its dots, without a newline, ran into the reports when they shared
+    # stdout: every case was lost and the run "passed" with 0 cases.
+    report_path = tmp_path / "report.json"
+    r = check_wrong(str(wrong_dir / "torchferry_wrong_stdout.so"), "--json", str(report_path))
+    assert r.returncode == 1, r.stdout[-4000:] + r.stderr[-2000:]
+    report = json.loads(report_path.read_text())
+    heard = {(x["op"], x["dtype"], x["kind"]) for x in report["results"]}
+    assert heard == {(op, dt, kind) for op, _, dt in report["kernels"] for kind in report["kinds"]}
+    assert all(x["detail"] != "no result came back for this case" for x in report["results"])
+    assert sum(x["status"] == "pass" for x in report["results"]) > 2
+    assert "add float32 special: fail" in r.stdout and "PASSED" not in r.stdout
+
+
+def test_a_case_whose_report_never_came_is_a_failure():
+    from torchferry import check as check_module
+
+    kernels = [("add", "cpu", "float32"), ("abs", "cpu", "float32")]
+    report = {"results": [
+        {"index": 0, "op": "add", "device": "cpu", "dtype": "float32", "kind": "contiguous", "status": "pass"},
+        {"index": 1, "op": "abs", "device": "cpu", "dtype": "float32", "kind": "(loading)", "status": "crash"},
+    ]}
+    check_module._add_missing(report, kernels, ["contiguous", "empty"])
+    missing = [(x["op"], x["kind"], x["status"]) for x in report["results"][2:]]
+    # abs crashed: its cases are the crash's; add's empty case never came.
+    assert missing == [("add", "empty", "fail")]
+    assert report["results"][2]["detail"] == "no result came back for this case"
+
+
+def test_a_run_that_checks_no_case_fails():
+    # softmax has no alias case (out= may not be its input): every cell is n/a.
+    r = check("cpu", "--ops", "softmax", "--dtypes", "float32", "--cases", "alias")
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "FAILED: no case was checked (0 passed" in r.stdout and "PASSED" not in r.stdout
+
+
 def test_a_plugin_the_loader_refuses_fails_the_check(tmp_path):
     so = tmp_path / "torchferry_nullfn.so"
     subprocess.run([os.environ.get("CC", "cc"), "-std=c11", "-shared", "-fPIC", f"-I{ROOT}",
@@ -142,8 +179,11 @@ def test_an_unknown_plugin_or_op_is_named():
 
 
 def test_declared_ops_are_held_to_the_vendors_reference():
+    # Without a reference nothing is checked, and a run that checked nothing
+    # fails, saying what to add.
     r = check("example_c", "--ops", "example::axpby")
-    assert r.returncode == 0 and "noref" in r.stdout and "--reference example::axpby=module:function" in r.stdout
+    assert r.returncode == 1 and "noref" in r.stdout and "--reference example::axpby=module:function" in r.stdout
+    assert "FAILED: no case was checked (0 passed, 0 unsupported, 10 without a reference" in r.stdout, r.stdout
     r = check("example_c", "--ops", "example::axpby", "--reference", "example::axpby=check_references:axpby")
     assert r.returncode == 0, r.stdout
     r = check("example_c", "--ops", "example::axpby", "--reference", "check_references:axpby_wrong_value")

@@ -46,6 +46,9 @@ VARIANTS = {
     18: ("dbad_out_not_out", "the output 'result' after '*' must be called 'out'"),
     19: ("dbad_too_many_writes", "writes 9 tensors (4 returned, 5 in place); expected at most 8"),
     20: ("dbad_optional_in_place", "'acc' is written (Tensor(x!)): expected a Tensor without a default"),
+    21: ("decl_shadow", None),
+    22: ("dbad_keyword_argument", "the argument's name 'lambda' is a Python keyword, which torchferry.ops cannot "
+         "spell"),
 }  # fmt: skip
 BROKEN = {stem: reason for stem, reason in VARIANTS.values() if reason}
 
@@ -278,6 +281,10 @@ r["accumulate_grad"] = outcome(lambda: ops.decl.accumulate(x, g))
 with torch.no_grad():
     r["accumulate_no_grad"] = outcome(lambda: ops.decl.accumulate(x, g))
 r["g"] = g.detach().tolist()
+with torch.inference_mode():
+    inference_acc, inference_out = torch.ones(3, 4), torch.empty(())
+r["accumulate_inference"] = outcome(lambda: ops.decl.accumulate(x, inference_acc))
+r["out_inference"] = outcome(lambda: ops.decl.scaled_and_sum(x, out=(o0, inference_out)))
 r["infer_in_place"] = torchferry._C._infer(
     "decl::accumulate", "cpu", (((3, 4), "float32"), ((3, 4), "float32"), 1.0), None)
 
@@ -337,6 +344,11 @@ def test_a_declared_op_returns_several_tensors_and_writes_in_place(plugin_dir):
     )
     assert r["accumulate_no_grad"] == "ok" and r["g"] == x.tolist()
     assert r["infer_in_place"] is None
+    # A tensor torch will not write outside inference mode is named, in
+    # place or as one of several outs.
+    assert "Inplace update to inference tensor" in r["accumulate_inference"], r["accumulate_inference"]
+    assert "acc is an inference tensor" in r["accumulate_inference"], r["accumulate_inference"]
+    assert "out[1] is an inference tensor" in r["out_inference"], r["out_inference"]
 
     assert r["acc2"] == (1 + x).tolist() and r["twice"] == (2 * (1 + x)).tolist()
     assert r["twice_out_is_acc"].startswith("ValueError: decl::accumulate_twice(): "), r["twice_out_is_acc"]
@@ -352,3 +364,31 @@ def test_a_declared_op_returns_several_tensors_and_writes_in_place(plugin_dir):
     assert r["torch_out_schema"] == (
         "torchferry::decl__scaled_and_sum.out(Tensor x, *, float scale=2., Tensor(a!) out0, Tensor(b!) out1) -> ()"
     )
+
+
+SHADOW = """
+import json, torch
+from torchferry import ops
+
+def mix(x):
+    return (ops.shadow.mix(x, 2.0, _op=3.0, _tf_call=4.0, _tf_op=5.0), ops.shadow.mix(x, 0.5),
+            ops.shadow.mix(x, _call=3.0, _tf_op=1.0), ops.shadow.scale(x), ops.shadow.scale(x, _op=-1.0))
+
+x = torch.arange(6, dtype=torch.float32)
+r = {"eager": [t.tolist() for t in mix(x)]}
+compiled = torch.compile(mix, fullgraph=True, backend="aot_eager")
+r["compiled"] = [t.tolist() for t in compiled(x)]
+print("REPORT" + json.dumps(r))
+"""
+
+
+def test_arguments_named_like_host_internals_compile(plugin_dir):
+    # shadow::mix's arguments are called _call, _op, _tf_call and _tf_op, and
+    # shadow::scale's _op: names the compiled substitute must not confuse
+    # with its own.
+    r = run(plugin_dir, SHADOW)
+    x = torch.arange(6, dtype=torch.float32)
+    expected = [(2 * x + 3 + 40 + 500).tolist(), (0.5 * x + 1).tolist(), (3 * x + 1 + 100).tolist(),
+                (2 * x).tolist(), (-x).tolist()]
+    assert r["eager"] == expected
+    assert r["compiled"] == expected

@@ -212,3 +212,54 @@ def test_in_process_ops_still_come_from_cpu(path):
     with conversions(path, 2):
         assert_matches(torchferry.ops.abs(x), torch.abs(x))
     assert plugins.kernel_for("abs", "cpu", "float32") == "cpu"
+
+
+def test_info_says_when_the_plugin_variables_were_ignored():
+    data = info.collect()
+    assert data["plugin_search"]["ignored"] == [] and data["plugin_search"]["privileged"] is False
+    assert "(ignored)" not in info.render(data) and "ignored TORCHFERRY" not in info.render(data)
+    data["plugin_search"].update(TORCHFERRY_PLUGIN_PATH="/elsewhere", TORCHFERRY_PLUGINS="x",
+                                 ignored=["TORCHFERRY_PLUGIN_PATH", "TORCHFERRY_PLUGINS"], privileged=True)
+    text = info.render(data)
+    assert "TORCHFERRY_PLUGIN_PATH=/elsewhere (ignored)" in text and "TORCHFERRY_PLUGINS=x (ignored)" in text
+    assert "ignored TORCHFERRY_PLUGIN_PATH, TORCHFERRY_PLUGINS: this process runs with privileges" in text
+
+
+@pytest.mark.subprocess
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a process whose real and effective uids differ needs root")
+@pytest.mark.skipif("LD_PRELOAD" in os.environ or "ASAN_OPTIONS" in os.environ,
+                    reason="a privileged process drops LD_PRELOAD, which the sanitizer runtime needs")
+def test_a_privileged_process_ignores_the_plugin_variables(tmp_path):
+    # Real uid nobody, effective uid root: what a setuid-root program runs
+    # as. The environment must not choose the code such a process loads.
+    junk = tmp_path / "torchferry_junk.so"
+    junk.write_text("this is not a shared library\n")
+    os.chmod(tmp_path, 0o755)
+    env = clean_env(TORCHFERRY_PLUGIN_PATH=tmp_path, TORCHFERRY_PLUGINS="-cpu", TORCHFERRY_BRIDGE="offset")
+
+    def as_setuid_root():
+        os.setresuid(65534, 0, 0)
+
+    def info_of(*args, **kwargs):
+        r = subprocess.run([sys.executable, "-m", "torchferry", "info", *args], env=env, capture_output=True,
+                           text=True, timeout=180, **kwargs)
+        assert r.returncode == 0, r.stderr[-3000:]
+        return r
+
+    plain = json.loads(info_of("--json").stdout)
+    assert plain["plugin_search"]["ignored"] == [] and "cpu" not in by_name(plain["plugins"])
+    assert any(s["path"] == str(junk) for s in plain["skipped"])
+    assert plain["bridge"]["reason"] == "forced by TORCHFERRY_BRIDGE=offset"
+
+    r = info_of("--json", preexec_fn=as_setuid_root)
+    data = json.loads(r.stdout)
+    assert data["plugin_search"]["privileged"] is True
+    assert data["plugin_search"]["ignored"] == ["TORCHFERRY_PLUGIN_PATH", "TORCHFERRY_PLUGINS", "TORCHFERRY_BRIDGE"]
+    assert not data["bridge"]["reason"].startswith("forced")
+    assert "cpu" in by_name(data["plugins"])  # TORCHFERRY_PLUGINS=-cpu was not read
+    assert not any(str(tmp_path) in s["path"] for s in data["skipped"])  # nor the path
+    assert "TORCHFERRY_PLUGIN_PATH is set but ignored: this process runs with privileges" in r.stderr
+    text = info_of(preexec_fn=as_setuid_root).stdout
+    assert f"TORCHFERRY_PLUGIN_PATH={tmp_path} (ignored)" in text
+    assert ("ignored TORCHFERRY_PLUGIN_PATH, TORCHFERRY_PLUGINS, TORCHFERRY_BRIDGE: this process runs with "
+            "privileges") in text

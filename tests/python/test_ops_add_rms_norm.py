@@ -148,8 +148,12 @@ def test_inference_tensor_residual_outside_inference_mode_is_refused():
     x, w = make((3, 8)), make((8,))
     with torch.inference_mode():
         residual = make((3, 8))
-    with pytest.raises(RuntimeError, match="[Ii]nference"):
+    # The message names the argument written in place, not out.
+    with pytest.raises(RuntimeError, match="residual is an inference tensor"):
         ops.add_rms_norm(x, residual, w)
+    out = make((3, 8))
+    with pytest.raises(RuntimeError, match="residual is an inference tensor"):
+        ops.add_rms_norm(x, residual, w, out=out)
 
 
 def test_signature_and_schema():

@@ -386,7 +386,8 @@ def test_pre_dlpack_1_producer_still_works_after_one_retry():
 def test_inference_tensor_as_out_outside_inference_mode():
     with torch.inference_mode():
         out = torch.empty(4)
-    with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside InferenceMode"):
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside InferenceMode is not "
+                       "allowed: out is an inference tensor"):
         ops.abs(torch.ones(4), out=out)
     with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside InferenceMode"):
         torch.abs(torch.ones(4), out=out)

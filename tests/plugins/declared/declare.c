@@ -39,6 +39,8 @@
 #define OUT_NOT_OUT 18
 #define TOO_MANY_WRITES 19
 #define OPTIONAL_IN_PLACE 20
+#define SHADOWING_NAMES 21 /* correct: arguments named as host internals */
+#define KEYWORD_ARGUMENT 22
 
 /* out = scale * x (+ 1 for the SAME_SCHEMA plugin, to tell them apart). */
 static tf_status twice(const tf_call* call) {
@@ -276,6 +278,40 @@ static const tf_kernel kernels[] = {
     KERNEL("decl::accumulate", accumulate),
     KERNEL("decl::accumulate_twice", accumulate_twice),
 };
+#elif FLAW == SHADOWING_NAMES
+/* shadow::mix: out = _call * x + _op + 10 * _tf_call + 100 * _tf_op, so that
+   each argument's value shows in the result. */
+static tf_status mix(const tf_call* call) {
+  const tf_tensor* x = call->inputs[0].value.tensor;
+  const tf_tensor* out = &call->outputs[0];
+  const float add =
+      (float)(call->attrs[1].value.f + 10 * call->attrs[2].value.f +
+              100 * call->attrs[3].value.f);
+  const float scale = (float)call->attrs[0].value.f;
+  int64_t n = 1;
+  int64_t i;
+  int32_t d;
+  if (!(x->flags & TF_TENSOR_CONTIGUOUS) ||
+      !(out->flags & TF_TENSOR_CONTIGUOUS)) {
+    return call->host->set_error(call->error_sink, TF_ERROR_UNSUPPORTED,
+                                 "contiguous tensors only");
+  }
+  for (d = 0; d < x->ndim; ++d) n *= x->shape[d];
+  for (i = 0; i < n; ++i) {
+    ((float*)out->data)[i] = scale * ((const float*)x->data)[i] + add;
+  }
+  return TF_OK;
+}
+static const tf_op_decl ops[] = {
+    DECL("shadow::mix",
+         "shadow::mix(Tensor x, float _call, *, float _op=1.0, "
+         "float _tf_call=0.0, float _tf_op=0.0) -> Tensor",
+         same_as_x),
+    DECL("shadow::scale", "shadow::scale(Tensor x, *, float _op=2.0) -> Tensor",
+         same_as_x),
+};
+static const tf_kernel kernels[] = {KERNEL("shadow::mix", mix),
+                                    KERNEL("shadow::scale", twice)};
 #elif FLAW == SAME_SCHEMA || FLAW == CONFLICT
 static const tf_op_decl ops[] = {
     DECL("decl::twice",
@@ -327,6 +363,9 @@ static const tf_op_decl ops[] = {
          same_as_x),
 #elif FLAW == OPTIONAL_IN_PLACE
     DECL("dbad::f", "dbad::f(Tensor x, Tensor(a!)? acc) -> ()", same_as_x),
+#elif FLAW == KEYWORD_ARGUMENT
+    DECL("dbad::f", "dbad::f(Tensor x, *, float lambda=1.0) -> Tensor",
+         same_as_x),
 #else
     DECL("dbad::f", "dbad::f(Tensor x) -> Tensor", same_as_x),
 #endif
