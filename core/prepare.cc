@@ -241,7 +241,7 @@ namespace {
 bool PrepareSameShape(const OpFunction& fn, const ParsedArgs& args,
                       CallFrame& f) {
   const char* op = fn.name.c_str();
-  const bool float_only = fn.entry->dtypes == DtypeRule::kFloat;
+  const bool float_only = fn.entry->dtypes.FloatOnly();
   TensorRef* x = f.Take(args.values[0], "input", false);
   if (x == nullptr || (float_only && !CheckFloat(op, *x)) ||
       !TakeOut(op, args, f, *x, x->dtype, x->view.ndim, x->view.shape) ||
