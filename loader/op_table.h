@@ -133,7 +133,11 @@ inline constexpr OpEntry kOpTable[] = {
      "out = input + alpha * other, broadcasting; other may be a Python number",
      "inputs: x, y, broadcast to out's shape (same ndim, stride 0 on "
      "broadcast dims). attrs: alpha, `TF_ARG_FLOAT` for float dtypes, "
-     "`TF_ARG_INT` for int dtypes. out = x + alpha * y."},
+     "`TF_ARG_INT` for int dtypes. out = x + alpha * y, alpha applied in "
+     "the compute type (float32 for float16 and bfloat16), not rounded to "
+     "the dtype: for those two the host passes a Python number operand in "
+     "alpha, y then a 0-dim 1 (add(x, n, alpha=a) as add(x, 1, alpha=a*n)) "
+     "or -0.0 (mul(x, n) as add(-0.0, x, alpha=n))."},
     {"mul(Tensor input, Tensor other) -> Tensor", dtype_sets::kAll,
      AliasRule::kExact, Geometry::kBroadcast,
      "out = input * other, broadcasting; other may be a Python number",
