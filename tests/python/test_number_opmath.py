@@ -3,12 +3,14 @@ the op-math type: float32 for float16 and bfloat16, where torch computes
 x * 0.3 as float32(x) * float32(0.3), rounded once. Checked over every one
 of the 65,536 float16 and bfloat16 values."""
 
+import json
 import math
 
 import pytest
 import torch
 
 from torchferry import ops
+from conftest import run_python
 
 HALVES = [torch.float16, torch.bfloat16]
 NUMBERS = [0.3, 1 / 3, 1e5, -2.7, 7, 1e-8, 0.0, -0.0, 65504.5, 3e38, float("inf"), float("nan")]
@@ -104,3 +106,37 @@ def test_a_folded_number_keeps_the_checks_of_any_number():
         ops.mul(x, "0.3")
     with pytest.raises(OverflowError):
         ops.mul(x, 10**400)
+
+
+@pytest.mark.subprocess
+def test_the_aten_fallback_applies_a_folded_number_in_float32_too():
+    r = run_python(
+        """
+        import json, torch
+        from torchferry import ops, plugins
+        served = plugins.kernel_for("add", "cpu", "float16")
+        bits = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16)
+        same = {}
+        for dt in (torch.float16, torch.bfloat16):
+            x = bits.view(dt)
+            f = lambda v: torch.tensor(v, dtype=torch.float32)
+            pairs = {
+                "mul": (ops.mul(x, 0.3), torch.mul(x, 0.3)),
+                "add": (ops.add(x, 0.3, alpha=0.1), (x.float() + f(0.1) * f(0.3)).to(dt)),
+                "add tensor": (ops.add(x, x.flip(0), alpha=0.1), (x.float() + f(0.1) * x.flip(0).float()).to(dt)),
+            }
+            for name, (got, want) in pairs.items():
+                ok = (got.view(torch.int16) == want.view(torch.int16)) | (got.isnan() & want.isnan())
+                same[f"{name} {dt}"] = bool(ok.all())
+        tiny = ops.mul(torch.tensor([1e-3], dtype=torch.float16), 1e5).item()
+        print(json.dumps({"served": served, "same": same, "tiny": tiny}))
+        """,
+        TORCHFERRY_PLUGINS="-cpu,-example_c",
+    )
+    if r.returncode != 0 and "no loaded plugin has a kernel" in r.stderr:
+        pytest.skip("this build has no ATen plugin (-Daten=disabled)")
+    assert r.returncode == 0, r.stderr[-3000:]
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    assert result["served"] == "aten"
+    assert all(result["same"].values()), result["same"]
+    assert result["tiny"] == pytest.approx(100.0625)
