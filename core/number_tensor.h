@@ -1,7 +1,8 @@
 // A Python number where an op takes a tensor (ops.mul(x, 0.5), ops.add(x, 1)):
 // the number becomes a 0-dim tensor of the other operand's dtype, held in the
 // call frame, which the op's broadcast then spreads with stride 0. Kernels see
-// what they always see, so plugins of any minor serve it.
+// what they always see, so plugins of any minor serve it. float16 and
+// bfloat16 are the exception below: their number travels in add's alpha.
 //
 // torch's rule for the result's dtype: a Python number does not change the
 // dtype of a tensor of its category or a higher one (bool < int < float), so

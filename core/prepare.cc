@@ -267,7 +267,8 @@ bool PrepareBroadcast(const OpFunction& fn, const ParsedArgs& args,
   // zeros, infinities and NaN included, so the result is x * s rounded once.
   const bool fold = x != nullptr && IsPythonNumber(args.values[1]) &&
                     AppliedInFloat32(x->dtype);
-  const bool is_mul = fn.id == OpOf("mul");
+  static constexpr OpId kMul = OpOf("mul"), kAdd = OpOf("add");
+  const bool is_mul = fn.id == kMul;
   float folded = 0;
   if (fold) {
     if (!NumberAsFloat32(op, "other", args.values[1], *x, &folded)) {
@@ -308,7 +309,7 @@ bool PrepareBroadcast(const OpFunction& fn, const ParsedArgs& args,
   if (fold && is_mul) {
     f.attrs[f.num_attrs++] = FloatArg(folded);
     SetTensorInputs(f, {y, x}, f.out_ref()->numel * 2);
-    f.kernel_op = static_cast<int>(OpOf("add"));
+    f.kernel_op = static_cast<int>(kAdd);
     return true;
   }
   if (fold) {  // alpha is a float attribute for every float dtype
