@@ -143,6 +143,7 @@ class CallFrame {
     arena_used_ = 0;
     num_inputs = num_attrs = num_outputs = 0;
     dispatch_ref = nullptr;
+    kernel_op = -1;
     for (TensorRef*& w : written) w = nullptr;
     result = nullptr;
     num_returned = 0;
@@ -214,6 +215,10 @@ class CallFrame {
   int num_returned = 0;  // > 1: the call returns written[0, n) as a tuple
   PyObject* keep_alive = nullptr;  // owned, e.g. a snapshot of a list arg
   int64_t work = 0;                // elements touched, to decide on the GIL
+  // The op whose kernel runs, when not the called op's (an OpId): mul of a
+  // float16 tensor and a Python number runs add's (core/prepare.cc). -1: the
+  // called op's.
+  int kernel_op = -1;
 
   // Outer dims the kernel's shapes cannot hold (matmul's batch dims that do
   // not nest): the dispatcher calls the kernel once per index of them, each

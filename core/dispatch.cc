@@ -173,7 +173,8 @@ PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
   static const tf_device kCpu = {TF_DEVICE_CPU, 0};
   const tf_device& device = f.dispatch_ref ? f.dispatch_ref->view.device : kCpu;
   const DtypeIndex dtype = f.dispatch_ref ? f.dispatch_ref->dtype : kFloat32;
-  const KernelEntry* kernel = Find(op, device, dtype);
+  const KernelEntry* kernel = Find(
+      f.kernel_op >= 0 ? static_cast<OpId>(f.kernel_op) : op, device, dtype);
   if (kernel == nullptr) {
     RaiseNoKernel(name, device, dtype);
     return nullptr;

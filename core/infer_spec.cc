@@ -183,7 +183,9 @@ PyObject* InferSpec(const Registry& registry, PyObject* args) {
   if (!PrepareCall(fn, parsed, frame)) return nullptr;
   if (frame.dispatch_ref == nullptr) Py_RETURN_NONE;  // no tensor: no output
   const tf_device& key = frame.dispatch_ref->view.device;
-  if (Dispatcher::Get().Find(fn.id, key, frame.dispatch_ref->dtype) ==
+  const OpId kernel_op =
+      frame.kernel_op >= 0 ? static_cast<OpId>(frame.kernel_op) : fn.id;
+  if (Dispatcher::Get().Find(kernel_op, key, frame.dispatch_ref->dtype) ==
       nullptr) {
     RaiseNoKernel(fn.name.c_str(), key, frame.dispatch_ref->dtype);
     return nullptr;

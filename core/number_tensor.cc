@@ -112,8 +112,11 @@ bool CheckedInt(const char* op, const char* what, PyObject* value,
   return true;
 }
 
-bool NumberAsTensor(const char* op, const char* what, PyObject* number,
-                    const TensorRef& like, void* bits, TensorRef* ref) {
+namespace {
+
+// torch's category rule and the CPU-only rule, both in torch's words.
+bool CheckNumber(const char* op, const char* what, PyObject* number,
+                 const TensorRef& like) {
   const DtypeIndex dtype = like.dtype;
   const Category number_category = CategoryOf(number);
   const Category tensor_category = CategoryOf(dtype);
@@ -135,47 +138,82 @@ bool NumberAsTensor(const char* op, const char* what, PyObject* number,
                     "there (torch.tensor({}, device=input.device))",
                     op, what, what));
   }
+  return true;
+}
+
+// A float `v` as one element of float `dtype`, rounded once.
+void StoreFloat(double v, DtypeIndex dtype, void* bits) {
   std::memset(bits, 0, 8);
-  if (tensor_category == Category::kFloat) {
-    const double v = PyFloat_AsDouble(number);  // an int or bool: exact enough
-    if (v == -1.0 && PyErr_Occurred()) return false;
-    switch (dtype) {
-      case kFloat64:
-        std::memcpy(bits, &v, 8);
-        break;
-      case kFloat32: {
-        const float f = static_cast<float>(v);
-        std::memcpy(bits, &f, 4);
-        break;
-      }
-      case kFloat16: {
-        const uint16_t h = HalfBits(static_cast<float>(v));
-        std::memcpy(bits, &h, 2);
-        break;
-      }
-      default: {
-        const uint16_t b = BFloatBits(static_cast<float>(v));
-        std::memcpy(bits, &b, 2);
-        break;
-      }
+  switch (dtype) {
+    case kFloat64:
+      std::memcpy(bits, &v, 8);
+      break;
+    case kFloat32: {
+      const float f = static_cast<float>(v);
+      std::memcpy(bits, &f, 4);
+      break;
     }
-  } else {
-    int64_t v;
-    if (!CheckedInt(op, what, number, dtype, &v)) return false;
-    // Little-endian: the low bytes of the two's complement are the value.
-    std::memcpy(bits, &v, static_cast<size_t>(Dtype(dtype).itemsize));
+    case kFloat16: {
+      const uint16_t h = HalfBits(static_cast<float>(v));
+      std::memcpy(bits, &h, 2);
+      break;
+    }
+    default: {
+      const uint16_t b = BFloatBits(static_cast<float>(v));
+      std::memcpy(bits, &b, 2);
+      break;
+    }
   }
+}
+
+void ZeroDimView(const TensorRef& like, void* bits, PyObject* object,
+                 TensorRef* ref) {
   *ref = TensorRef{};
   ref->view.data = bits;
   ref->view.device = like.view.device;
   ref->view.ndim = 0;
-  ref->view.dtype = Dtype(dtype).dtype;
+  ref->view.dtype = Dtype(like.dtype).dtype;
   ref->view.flags = TF_TENSOR_CONTIGUOUS;
   ref->view.source_kind = TF_SOURCE_NONE;
-  ref->dtype = dtype;
+  ref->dtype = like.dtype;
   ref->numel = 1;
-  ref->object = number;
+  ref->object = object;
+}
+
+}  // namespace
+
+bool NumberAsTensor(const char* op, const char* what, PyObject* number,
+                    const TensorRef& like, void* bits, TensorRef* ref) {
+  const DtypeIndex dtype = like.dtype;
+  if (!CheckNumber(op, what, number, like)) return false;
+  if (CategoryOf(dtype) == Category::kFloat) {
+    const double v = PyFloat_AsDouble(number);  // an int or bool: exact enough
+    if (v == -1.0 && PyErr_Occurred()) return false;
+    StoreFloat(v, dtype, bits);
+  } else {
+    int64_t v;
+    if (!CheckedInt(op, what, number, dtype, &v)) return false;
+    // Little-endian: the low bytes of the two's complement are the value.
+    std::memset(bits, 0, 8);
+    std::memcpy(bits, &v, static_cast<size_t>(Dtype(dtype).itemsize));
+  }
+  ZeroDimView(like, bits, number, ref);
   return true;
+}
+
+bool NumberAsFloat32(const char* op, const char* what, PyObject* number,
+                     const TensorRef& like, float* value) {
+  if (!CheckNumber(op, what, number, like)) return false;
+  const double v = PyFloat_AsDouble(number);  // an int or bool: exact enough
+  if (v == -1.0 && PyErr_Occurred()) return false;
+  *value = static_cast<float>(v);  // as torch reads a wrapped number in opmath
+  return true;
+}
+
+void FloatAsTensor(double value, const TensorRef& like, void* bits,
+                   TensorRef* ref) {
+  StoreFloat(value, like.dtype, bits);
+  ZeroDimView(like, bits, like.object, ref);
 }
 
 }  // namespace torchferry

@@ -210,8 +210,17 @@ PyObject* ArgsList(const OpFunction& fn) {
   return list;
 }
 
-const char* DtypeRuleName(DtypeRule rule) {
-  return rule == DtypeRule::kFloat ? "float" : "any";
+// The dtypes an op lists, as torch spells them, in the table's order.
+PyObject* DtypeNames(DtypeSet dtypes) {
+  PyObject* names = PyList_New(0);
+  for (int i = 0; names != nullptr && i < kNumDtypes; ++i) {
+    const auto d = static_cast<DtypeIndex>(i);
+    if (dtypes.Has(d) &&
+        !AppendItem(names, PyUnicode_FromString(Dtype(d).name))) {
+      return nullptr;
+    }
+  }
+  return names;
 }
 
 }  // namespace
@@ -258,7 +267,7 @@ bool InitDeclaredOps(const Registry& registry) {
         "declared by plugin '{}': tensor arguments in inputs, the others in "
         "attrs, in the schema's order; out as the plugin's infer gives it",
         fn.declared_by);
-    fn.declared = {fn.declared_text[0], DtypeRule::kAny,
+    fn.declared = {fn.declared_text[0], dtype_sets::kAll,
                    AliasRule::kNone,    Geometry::kDeclared,
                    fn.declared_text[1], fn.declared_text[2]};
     fn.entry = &fn.declared;
@@ -318,12 +327,12 @@ PyObject* SchemasList() {
     const OpEntry& e = *fn.entry;
     const std::string doc(e.doc), contract(e.contract);
     PyObject* item = Py_BuildValue(
-        "{s:s,s:s,s:s,s:N,s:n,s:s,s:s,s:s,s:s,s:N}", "name", fn.name.c_str(),
+        "{s:s,s:s,s:s,s:N,s:n,s:s,s:N,s:s,s:s,s:N}", "name", fn.name.c_str(),
         "schema", fn.schema.ToString().c_str(), "signature",
         PythonSignature(fn, /*self_marker=*/false).c_str(), "args",
         ArgsList(fn), "returns",
         static_cast<Py_ssize_t>(fn.schema.returns.size()), "doc", doc.c_str(),
-        "dtypes", DtypeRuleName(e.dtypes), "aliasing",
+        "dtypes", DtypeNames(e.dtypes), "aliasing",
         e.alias == AliasRule::kExact ? "exact" : "none", "contract",
         contract.c_str(), "declared_by",
         fn.declared_by.empty() ? (Py_INCREF(Py_None), Py_None)

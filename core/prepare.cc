@@ -242,7 +242,7 @@ namespace {
 bool PrepareSameShape(const OpFunction& fn, const ParsedArgs& args,
                       CallFrame& f) {
   const char* op = fn.name.c_str();
-  const bool float_only = fn.entry->dtypes == DtypeRule::kFloat;
+  const bool float_only = fn.entry->dtypes.FloatOnly();
   TensorRef* x = f.Take(args.values[0], "input", false);
   if (x == nullptr || (float_only && !CheckFloat(op, *x)) ||
       !TakeOut(op, args, f, *x, x->dtype, x->view.ndim, x->view.shape) ||
@@ -260,7 +260,24 @@ bool PrepareBroadcast(const OpFunction& fn, const ParsedArgs& args,
   const bool exact_alias_ok = fn.entry->alias == AliasRule::kExact;
   TensorRef* x = f.Take(args.values[0], "input", false);
   TensorRef* y = nullptr;
-  if (x != nullptr && IsPythonNumber(args.values[1])) {
+  // float16/bfloat16 and a Python number: torch applies the number in
+  // float32, unrounded, so it travels in add's float alpha rather than as a
+  // float16 tensor (core/number_tensor.h). add(x, s, alpha) runs as add(x, 1,
+  // alpha * s), the product in float32 as torch forms it; mul(x, s) runs
+  // add's kernel as add(-0.0, x, alpha=s): -0.0 + v is v for every v, signed
+  // zeros, infinities and NaN included, so the result is x * s rounded once.
+  const bool fold = x != nullptr && IsPythonNumber(args.values[1]) &&
+                    AppliedInFloat32(x->dtype);
+  static constexpr OpId kMul = OpOf("mul"), kAdd = OpOf("add");
+  const bool is_mul = fn.id == kMul;
+  float folded = 0;
+  if (fold) {
+    if (!NumberAsFloat32(op, "other", args.values[1], *x, &folded)) {
+      return false;
+    }
+    y = f.number_ref();
+    FloatAsTensor(is_mul ? -0.0 : 1.0, *x, f.number_bits(), y);
+  } else if (x != nullptr && IsPythonNumber(args.values[1])) {
     // mul(x, 0.5): a 0-dim tensor of x's dtype, broadcast like any other.
     y = f.number_ref();
     if (!NumberAsTensor(op, "other", args.values[1], *x, f.number_bits(), y)) {
@@ -289,6 +306,16 @@ bool PrepareBroadcast(const OpFunction& fn, const ParsedArgs& args,
             : DefaultScalarArg(op, a, x->dtype, &f.attrs[f.num_attrs]);
     if (!ok) return false;
     ++f.num_attrs;
+  }
+  if (fold && is_mul) {
+    f.attrs[f.num_attrs++] = FloatArg(folded);
+    SetTensorInputs(f, {y, x}, f.out_ref()->numel * 2);
+    f.kernel_op = static_cast<int>(kAdd);
+    return true;
+  }
+  if (fold) {  // alpha is a float attribute for every float dtype
+    f.attrs[0].value.f =
+        static_cast<double>(static_cast<float>(f.attrs[0].value.f) * folded);
   }
   SetTensorInputs(f, {x, y}, f.out_ref()->numel * 2);
   return true;

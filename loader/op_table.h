@@ -14,19 +14,62 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
 
+#include "loader/dtype_table.h"
 #include "loader/op_schema.h"
 
 namespace torchferry {
 
-// Which dtypes the host lets through to a kernel (for the first tensor
-// input; the others must share it unless the geometry says otherwise).
-// Whether a kernel exists for a dtype is the registry's business.
-enum class DtypeRule : uint8_t {
-  kAny,    // every dtype ABI.md lists
-  kFloat,  // float16, bfloat16, float32, float64
+// A set of the dtypes in loader/dtype_table.h, one bit per DtypeIndex.
+// Each op lists exactly the dtypes the default plugins (cpu, with the ATen
+// fallback) serve on the CPU: ops.schemas() and ABI.md report it, and a test
+// calls every one. An op whose set holds only float dtypes is refused other
+// dtypes by the host; for the others, whether a kernel exists is the
+// registry's business (a plugin may serve more than the set).
+class DtypeSet {
+ public:
+  constexpr DtypeSet() = default;
+  constexpr DtypeSet(std::initializer_list<DtypeIndex> dtypes) {
+    for (DtypeIndex d : dtypes) bits_ |= Bit(d);
+  }
+  constexpr bool Has(DtypeIndex d) const { return (bits_ & Bit(d)) != 0; }
+  constexpr DtypeSet operator|(DtypeSet other) const {
+    DtypeSet joined;
+    joined.bits_ = bits_ | other.bits_;
+    return joined;
+  }
+  constexpr bool operator==(DtypeSet other) const {
+    return bits_ == other.bits_;
+  }
+  // Nothing but float dtypes: the host checks that the input is one.
+  constexpr bool FloatOnly() const {
+    for (int i = 0; i < kNumDtypes; ++i) {
+      const auto d = static_cast<DtypeIndex>(i);
+      if (Has(d) && !Dtype(d).is_float) return false;
+    }
+    return bits_ != 0;
+  }
+
+ private:
+  static constexpr uint32_t Bit(DtypeIndex d) { return 1u << d; }
+  uint32_t bits_ = 0;
 };
+
+namespace dtype_sets {
+inline constexpr DtypeSet kFloat{kFloat32, kFloat64, kFloat16, kBFloat16};
+inline constexpr DtypeSet kSignedInt{kInt8, kInt16, kInt32, kInt64};
+inline constexpr DtypeSet kUInt8{::torchferry::kUInt8};
+inline constexpr DtypeSet kBool{::torchferry::kBool};
+// torch computes little beyond mul, casts and data movement for these.
+inline constexpr DtypeSet kWideUnsigned{
+    ::torchferry::kUInt16, ::torchferry::kUInt32, ::torchferry::kUInt64};
+inline constexpr DtypeSet kAll =
+    kFloat | kSignedInt | kUInt8 | kBool | kWideUnsigned;
+// abs and neg: torch has no kernel for bool or the wide unsigned dtypes.
+inline constexpr DtypeSet kNumbers = kFloat | kSignedInt | kUInt8;
+}  // namespace dtype_sets
 
 // May an output be the very same view (data, shape, strides) as an input?
 // No other overlap is ever passed to a kernel.
@@ -64,7 +107,7 @@ struct OpEntry {
   // Torch's schema language (loader/op_schema.h). Every op also takes the
   // keyword-only out= (unless the schema declares its own) and stream=.
   std::string_view schema;
-  DtypeRule dtypes;
+  DtypeSet dtypes;  // exactly those the default plugins serve on the CPU
   AliasRule alias;
   Geometry geometry;
   std::string_view doc;       // one line: help(), schemas(), the stubs
@@ -72,64 +115,70 @@ struct OpEntry {
 };
 
 inline constexpr OpEntry kOpTable[] = {
-    {"abs(Tensor input) -> Tensor", DtypeRule::kAny, AliasRule::kExact,
+    {"abs(Tensor input) -> Tensor", dtype_sets::kNumbers, AliasRule::kExact,
      Geometry::kSameShape, "out = |input|",
-     "inputs: x. out: x's shape and dtype. Float and signed int dtypes."},
-    {"neg(Tensor input) -> Tensor", DtypeRule::kAny, AliasRule::kExact,
+     "inputs: x. out: x's shape and dtype. abs of a uint8 is itself."},
+    {"neg(Tensor input) -> Tensor", dtype_sets::kNumbers, AliasRule::kExact,
      Geometry::kSameShape, "out = -input",
-     "inputs: x. out: x's shape and dtype. Float and signed int dtypes."},
-    {"exp(Tensor input) -> Tensor", DtypeRule::kFloat, AliasRule::kExact,
+     "inputs: x. out: x's shape and dtype. neg of a uint8 wraps modulo "
+     "2**8, as torch's."},
+    {"exp(Tensor input) -> Tensor", dtype_sets::kFloat, AliasRule::kExact,
      Geometry::kSameShape, "out = e**input",
      "inputs: x. out: x's shape and dtype."},
-    {"silu(Tensor input) -> Tensor", DtypeRule::kFloat, AliasRule::kExact,
+    {"silu(Tensor input) -> Tensor", dtype_sets::kFloat, AliasRule::kExact,
      Geometry::kSameShape, "out = input * sigmoid(input)",
      "inputs: x. out: x's shape and dtype; silu(x) = x / (1 + exp(-x))."},
     {"add(Tensor input, Tensor other, Scalar alpha=1) -> Tensor",
-     DtypeRule::kAny, AliasRule::kExact, Geometry::kBroadcast,
+     dtype_sets::kAll, AliasRule::kExact, Geometry::kBroadcast,
      "out = input + alpha * other, broadcasting; other may be a Python number",
      "inputs: x, y, broadcast to out's shape (same ndim, stride 0 on "
      "broadcast dims). attrs: alpha, `TF_ARG_FLOAT` for float dtypes, "
-     "`TF_ARG_INT` for int dtypes. out = x + alpha * y."},
-    {"mul(Tensor input, Tensor other) -> Tensor", DtypeRule::kAny,
+     "`TF_ARG_INT` for int dtypes. out = x + alpha * y, alpha applied in "
+     "the compute type (float32 for float16 and bfloat16), not rounded to "
+     "the dtype: for those two the host passes a Python number operand in "
+     "alpha, y then a 0-dim 1 (add(x, n, alpha=a) as add(x, 1, alpha=a*n)) "
+     "or -0.0 (mul(x, n) as add(-0.0, x, alpha=n))."},
+    {"mul(Tensor input, Tensor other) -> Tensor", dtype_sets::kAll,
      AliasRule::kExact, Geometry::kBroadcast,
      "out = input * other, broadcasting; other may be a Python number",
      "inputs: x, y, broadcast as for add. out = x * y."},
     {"clamp(Tensor input, Tensor? min=None, Tensor? max=None) -> Tensor",
-     DtypeRule::kAny, AliasRule::kExact, Geometry::kClamp,
+     dtype_sets::kNumbers | dtype_sets::kBool, AliasRule::kExact,
+     Geometry::kClamp,
      "out = min(max(input, min), max); each bound a number, a tensor or None",
      "inputs: x, min, max; each bound `TF_ARG_NONE`, `TF_ARG_TENSOR` (same "
      "dtype, broadcast to out's shape), `TF_ARG_FLOAT` (float dtypes) or "
-     "`TF_ARG_INT` (int dtypes); at least one is present. out = min(max(x, "
-     "min), max); NaN in x propagates."},
-    {"stack(Tensor[] tensors, int dim=0) -> Tensor", DtypeRule::kAny,
+     "`TF_ARG_INT` (int dtypes and bool, where nonzero is true); at least "
+     "one is present. out = min(max(x, min), max); NaN in x propagates."},
+    {"stack(Tensor[] tensors, int dim=0) -> Tensor", dtype_sets::kAll,
      AliasRule::kNone, Geometry::kStack, "tensors joined along a new dim",
      "inputs: xs, `TF_ARG_TENSOR_LIST`, count >= 1, one shape and dtype. "
      "attrs: dim, `TF_ARG_INT` in [0, x.ndim]. out: x's shape with count "
      "inserted at dim."},
-    {"cast(Tensor input, *, Tensor(a!) out) -> Tensor(a!)", DtypeRule::kAny,
+    {"cast(Tensor input, *, Tensor(a!) out) -> Tensor(a!)", dtype_sets::kAll,
      AliasRule::kNone, Geometry::kCast, "input converted to out's dtype",
      "inputs: x. out: x's shape, any dtype the plugin carries. Float to int "
      "truncates toward zero; to bool is `x != 0`; the kernel is keyed by x's "
      "dtype and returns `TF_ERROR_UNSUPPORTED` for an out dtype it lacks."},
-    {"silu_and_mul(Tensor input) -> Tensor", DtypeRule::kFloat,
+    {"silu_and_mul(Tensor input) -> Tensor", dtype_sets::kFloat,
      AliasRule::kNone, Geometry::kLastDimHalved,
      "silu(input[..., :d]) * input[..., d:]",
      "inputs: x, ndim >= 1, last dim 2d. out: x's shape with last dim d; "
      "out = silu(x[..., :d]) * x[..., d:]."},
     {"rms_norm(Tensor input, Tensor weight, float eps=1e-06) -> Tensor",
-     DtypeRule::kFloat, AliasRule::kNone, Geometry::kRowNorm,
+     dtype_sets::kFloat, AliasRule::kNone, Geometry::kRowNorm,
      "input / sqrt(mean(input**2) + eps) * weight, over the last dim",
      "inputs: x, ndim >= 1; weight, 1-D of x's last dim, same dtype. attrs: "
      "eps, `TF_ARG_FLOAT`. out: x's shape. out = x / sqrt(mean(x^2 over the "
      "last dim) + eps) * weight; accumulate in at least float32."},
-    {"softmax(Tensor input, int dim=-1) -> Tensor", DtypeRule::kFloat,
+    {"softmax(Tensor input, int dim=-1) -> Tensor", dtype_sets::kFloat,
      AliasRule::kNone, Geometry::kSoftmax,
      "exp(input) / sum(exp(input)) "
      "along dim",
      "inputs: x, ndim >= 1 (0-dim arrives as shape [1]). attrs: dim, "
      "`TF_ARG_INT` in [0, ndim). out: x's shape; accumulate in at least "
      "float32."},
-    {"matmul(Tensor input, Tensor other) -> Tensor", DtypeRule::kFloat,
+    {"matmul(Tensor input, Tensor other) -> Tensor", dtype_sets::kFloat,
      AliasRule::kNone, Geometry::kMatmul,
      "matrix product with torch.matmul's rules: a 1-D operand is a row "
      "(input) or a column (other), batch dims of any count broadcast",
@@ -138,7 +187,7 @@ inline constexpr OpEntry kOpTable[] = {
      "dims into B where their strides nest (stride 0 on a broadcast one) and "
      "calls the kernel once per index of the batch dims that do not. "
      "Accumulate in at least float32."},
-    {"noop(Tensor[] tensors) -> ()", DtypeRule::kAny, AliasRule::kNone,
+    {"noop(Tensor[] tensors) -> ()", dtype_sets::kAll, AliasRule::kNone,
      Geometry::kNoop,
      "bridges every tensor and calls a kernel that reads the views and does "
      "nothing (measures dispatch)",
@@ -148,7 +197,7 @@ inline constexpr OpEntry kOpTable[] = {
     // --- attention (core/prepare_attention.cc) ---
     {"rotary_embedding(Tensor input, Tensor cos, Tensor sin, *, bool "
      "interleaved=False) -> Tensor",
-     DtypeRule::kFloat, AliasRule::kExact, Geometry::kRotary,
+     dtype_sets::kFloat, AliasRule::kExact, Geometry::kRotary,
      "rotates input's first r of the last dim by (cos, sin) of last dim r/2: "
      "pairs (i, i + r/2), or (2i, 2i + 1) when interleaved",
      "inputs: x [..., D]; cos, sin of x's dtype, each [..., h] with 2h <= D, "
@@ -160,7 +209,7 @@ inline constexpr OpEntry kOpTable[] = {
     {"scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, "
      "Tensor? attn_mask=None, *, bool is_causal=False, float? scale=None, "
      "bool enable_gqa=False, bool lower_right=False) -> Tensor",
-     DtypeRule::kFloat, AliasRule::kNone, Geometry::kAttention,
+     dtype_sets::kFloat, AliasRule::kNone, Geometry::kAttention,
      "softmax(query @ key.mT * scale + mask) @ value, as torch's "
      "scaled_dot_product_attention without dropout; lower_right aligns the "
      "causal diagonal to the end of the keys",
@@ -175,7 +224,7 @@ inline constexpr OpEntry kOpTable[] = {
      "Accumulate in float32."},
     // --- linear (core/prepare_linear.cc) ---
     {"linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
-     DtypeRule::kFloat, AliasRule::kNone, Geometry::kLinear,
+     dtype_sets::kFloat, AliasRule::kNone, Geometry::kLinear,
      "input @ weight.T + bias, weight in nn.Linear's [out_features, "
      "in_features] layout, any batch dims",
      "inputs: x [B, M, K]; w [B, K, N], the view weight.t() of the [N, K] "
@@ -186,7 +235,7 @@ inline constexpr OpEntry kOpTable[] = {
      "else the last two as B and M and the host repeats the call over the "
      "others). out = x @ w + bias; accumulate in at least float32."},
     // embedding and cat.
-    {"embedding(Tensor input, Tensor weight) -> Tensor", DtypeRule::kAny,
+    {"embedding(Tensor input, Tensor weight) -> Tensor", dtype_sets::kAll,
      AliasRule::kNone, Geometry::kEmbedding,
      "rows of weight picked by the int32/int64 ids in input",
      "inputs: ids, int32 or int64, any shape; table [num, dim], any dtype. "
@@ -194,7 +243,7 @@ inline constexpr OpEntry kOpTable[] = {
      "dtype. out[i..., :] = table[ids[i...], :]. The kernel checks every id: "
      "one outside [0, num) is `TF_ERROR_OUT_OF_RANGE` naming the id, its "
      "index and num, and no row outside the table is read."},
-    {"cat(Tensor[] tensors, int dim=0) -> Tensor", DtypeRule::kAny,
+    {"cat(Tensor[] tensors, int dim=0) -> Tensor", dtype_sets::kAll,
      AliasRule::kNone, Geometry::kCat, "tensors joined along an existing dim",
      "inputs: xs, `TF_ARG_TENSOR_LIST`, count >= 1, one dtype and ndim >= 1, "
      "shapes equal except at dim (the host drops torch's legacy 1-D empty "
@@ -202,7 +251,7 @@ inline constexpr OpEntry kOpTable[] = {
      "[0, ndim). out: the shape with the sizes at dim summed."},
     {"add_rms_norm(Tensor input, Tensor(a!) residual, Tensor weight, *, "
      "float eps=1e-06) -> Tensor",
-     DtypeRule::kFloat, AliasRule::kNone, Geometry::kAddRowNorm,
+     dtype_sets::kFloat, AliasRule::kNone, Geometry::kAddRowNorm,
      "residual += input in place, then rms_norm(residual, weight, eps): a "
      "decoder's residual add and norm in one pass, as vLLM's "
      "fused_add_rms_norm",

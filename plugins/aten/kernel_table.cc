@@ -28,13 +28,12 @@ std::vector<OpSpec> OpSpecs() {
   const std::vector<tf_dtype> signed_ints{kInt8, kInt16, kInt32, kInt64};
   const std::vector<tf_dtype> numbers = Join({floats, signed_ints, {kUInt8}});
   const std::vector<tf_dtype> all = Join({numbers, {kBool}});
-  const std::vector<tf_dtype> signed_numbers = Join({floats, signed_ints});
   // ATen computes only mul, casts and data movement for these.
   const std::vector<tf_dtype> wide_unsigned{kUInt16, kUInt32, kUInt64};
   const std::vector<tf_dtype> everything = Join({all, wide_unsigned});
   return {
-      {"abs", Abs, signed_numbers},
-      {"neg", Neg, signed_numbers},
+      {"abs", Abs, numbers},
+      {"neg", Neg, numbers},
       {"exp", Exp, floats},
       {"silu", Silu, floats},
       {"add", Add, all},

@@ -94,7 +94,16 @@ void Silu(BoundTensors& tensors, const tf_call&) {
 void Add(BoundTensors& tensors, const tf_call& call) {
   const c10::Scalar alpha =
       call.num_attrs > 0 ? ScalarOf(call.attrs[0]) : c10::Scalar(1);
-  at::add_out(tensors.Output(0), tensors.Input(0), tensors.Input(1), alpha);
+  const at::Tensor& x = tensors.Input(0);
+  if (x.is_cpu() && at::isReducedFloatingType(x.scalar_type())) {
+    // ATen's CPU add rounds alpha to float16/bfloat16; the ABI applies it in
+    // float32 (the host carries a Python number operand in it). out may be
+    // x or y exactly: the sum is formed apart, then written.
+    tensors.Output(0).copy_(
+        at::add(x.to(at::kFloat), tensors.Input(1).to(at::kFloat), alpha));
+    return;
+  }
+  at::add_out(tensors.Output(0), x, tensors.Input(1), alpha);
 }
 
 void Mul(BoundTensors& tensors, const tf_call&) {

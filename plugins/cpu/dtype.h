@@ -142,7 +142,8 @@ using FloatTypes = TypeList<float, double, Half, BFloat16>;
 using WideSignedTypes = TypeList<int32_t, int64_t>;
 using ArithmeticTypes = JoinTypes<FloatTypes, WideSignedTypes>::type;
 // torch computes little for these beyond mul, casts and moving data (no add,
-// abs, neg or clamp), so neither does this plugin.
+// abs, neg or clamp); this plugin adds add, which the ATen fallback cannot
+// serve.
 using WideUnsignedTypes = TypeList<uint16_t, uint32_t, uint64_t>;
 using AllTypes =
     JoinTypes<FloatTypes,

@@ -4,6 +4,7 @@
 // float16 and bfloat16 run on float32 blocks (MapBlocked).
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "call.h"
 #include "dtype.h"
@@ -74,8 +75,10 @@ struct Abs {
     return RunUnary<T>(call, kName, [](ComputeOf<T> v) {
       if constexpr (kIsFloating<T>) {
         return std::fabs(v);  // clears the sign of -0.0 too, as torch does
-      } else {
+      } else if constexpr (std::is_signed_v<ComputeOf<T>>) {
         return v < 0 ? WrapNeg(v) : v;  // abs(INT_MIN) wraps to INT_MIN
+      } else {
+        return v;  // an unsigned value is its own magnitude
       }
     });
   }
@@ -121,7 +124,9 @@ template <typename T>
 bool ScalarAs(const tf_arg& arg, ComputeOf<T>* value) {
   using C = ComputeOf<T>;
   if (arg.kind == TF_ARG_INT) {
-    if constexpr (kIsFloating<T>) {
+    if constexpr (std::is_same_v<T, Bool>) {
+      *value = arg.value.i != 0;  // as torch converts a number to bool
+    } else if constexpr (kIsFloating<T>) {
       *value = static_cast<C>(arg.value.i);
     } else {
       // Wraps to the dtype's width, as torch converts an int Scalar.
@@ -270,11 +275,17 @@ struct Clamp {
   }
 };
 
+// Beyond ArithmeticTypes: abs and neg of uint8 (identity, and negation
+// modulo 2**8, as torch computes them), add of the wide unsigned types (which
+// torch lacks, so the ATen fallback cannot serve them) and clamp of bool (a
+// max then a min, as torch's clamp with tensor bounds).
 constexpr auto kTable = JoinKernels(
-    KernelsFor<Abs>(ArithmeticTypes{}), KernelsFor<Neg>(ArithmeticTypes{}),
+    KernelsFor<Abs>(ArithmeticTypes{}), KernelsFor<Abs>(TypeList<uint8_t>{}),
+    KernelsFor<Neg>(ArithmeticTypes{}), KernelsFor<Neg>(TypeList<uint8_t>{}),
     KernelsFor<Exp>(FloatTypes{}), KernelsFor<Silu>(FloatTypes{}),
-    KernelsFor<Add>(ArithmeticTypes{}), KernelsFor<Mul>(ArithmeticTypes{}),
-    KernelsFor<Mul>(WideUnsignedTypes{}), KernelsFor<Clamp>(ArithmeticTypes{}));
+    KernelsFor<Add>(ArithmeticTypes{}), KernelsFor<Add>(WideUnsignedTypes{}),
+    KernelsFor<Mul>(ArithmeticTypes{}), KernelsFor<Mul>(WideUnsignedTypes{}),
+    KernelsFor<Clamp>(ArithmeticTypes{}), KernelsFor<Clamp>(TypeList<Bool>{}));
 
 }  // namespace
 

@@ -68,16 +68,38 @@ def stub_text():
     return "\n".join(lines).rstrip() + "\n"
 
 
+# Named groups of dtypes, largest first, so that the table stays short.
+_DTYPE_GROUPS = (
+    ("any", ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool",
+             "uint16", "uint32", "uint64")),
+    ("float", ("float32", "float64", "float16", "bfloat16")),
+    ("signed int", ("int8", "int16", "int32", "int64")),
+    ("wide unsigned", ("uint16", "uint32", "uint64")),
+)
+
+
+def dtype_text(dtypes):
+    """An op's dtypes (torch's names) for ABI.md: whole groups by their
+    names, the rest one by one."""
+    rest = list(dtypes)
+    parts = []
+    for name, group in _DTYPE_GROUPS:
+        if all(d in rest for d in group):
+            parts.append(name)
+            rest = [d for d in rest if d not in group]
+    return ", ".join(parts + rest)
+
+
 def abi_table():
     rows = [
         ABI_BEGIN,
         "",
-        "| op | schema | dtypes the host passes | out may alias an input | what a kernel receives |",
+        "| op | schema | dtypes (each served on the CPU) | out may alias an input | what a kernel receives |",
         "|---|---|---|---|---|",
     ]
     for s in _builtin():
         alias = "exactly (same data, shape, strides)" if s["aliasing"] == "exact" else "no"
-        dtypes = "float" if s["dtypes"] == "float" else "any"
+        dtypes = dtype_text(s["dtypes"])
         rows.append(f"| `{s['name']}` | `{s['schema']}` | {dtypes} | {alias} | {s['contract']} |")
     rows += ["", ABI_END]
     return "\n".join(rows)

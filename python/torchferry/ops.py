@@ -15,8 +15,10 @@ from . import _C
 
 def schemas():
     """One dict per op, in the op table's order: name, schema (torch's schema
-    language), signature (as Python sees it), doc, dtypes ('any' or 'float':
-    what the host lets through), aliasing ('exact': out may be the very same
+    language), signature (as Python sees it), doc, dtypes (torch's names
+    of exactly the dtypes the default plugins serve on the CPU, e.g.
+    'float32', 'bool', 'uint16'; an op that lists only float dtypes refuses
+    the others), aliasing ('exact': out may be the very same
     view as an input; 'none'), contract (what a kernel receives) and
     declared_by (None for built-in ops)."""
     return _C._schemas()

@@ -119,14 +119,45 @@ def _scaled_dot_product_attention(
     return out.to(query.dtype)
 
 
+_WIDE_UNSIGNED = (torch.uint16, torch.uint32, torch.uint64)
+
+
+def _add(input, other, alpha=1):
+    """torch.add; for uint16/32/64, which torch does not add, the sum
+    modulo 2**bits computed in int64 (whose wrap is uint64's)."""
+    if input.dtype not in _WIDE_UNSIGNED:
+        return torch.add(input, other, alpha=alpha)
+    bits = torch.iinfo(input.dtype).bits
+    alpha = (int(alpha) + 2**63) % 2**64 - 2**63  # int64 with alpha's low bits
+    if bits == 64:
+        x, y = input.view(torch.int64), other.view(torch.int64)
+        return (x + y * alpha).view(torch.uint64)
+    total = (input.to(torch.int64) + other.to(torch.int64) * alpha) & (2**bits - 1)
+    return total.to(input.dtype)
+
+
+def _clamp(input, min=None, max=None):
+    """torch.clamp; for bool, which torch clamps only by one tensor bound,
+    its definition min(max(input, min), max), a number bound true when
+    nonzero."""
+    if input.dtype != torch.bool:
+        return torch.clamp(input, min, max)
+    out = input
+    if min is not None:
+        out = torch.maximum(out, torch.as_tensor(min, device=input.device).bool())
+    if max is not None:
+        out = torch.minimum(out, torch.as_tensor(max, device=input.device).bool())
+    return out.clone()
+
+
 REFERENCES = {
     "abs": torch.abs,
     "neg": torch.neg,
     "exp": torch.exp,
     "silu": torch.nn.functional.silu,
-    "add": lambda input, other, alpha=1: torch.add(input, other, alpha=alpha),
+    "add": _add,
     "mul": torch.mul,
-    "clamp": lambda input, min=None, max=None: torch.clamp(input, min, max),
+    "clamp": _clamp,
     "stack": lambda tensors, dim=0: torch.stack(list(tensors), dim),
     "cast": _cast,
     "silu_and_mul": _silu_and_mul,

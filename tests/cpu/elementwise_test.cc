@@ -618,6 +618,103 @@ TEST_CASE("clamp propagates NaN and gives max when min > max",
   }
 }
 
+TEST_CASE("uint8 abs is itself and uint8 neg wraps, as torch's",
+          "[elementwise]") {
+  TestTensor x = TestTensor::Contiguous(kU8, {4});
+  const uint8_t values[] = {0, 1, 128, 255};
+  for (int i = 0; i < 4; ++i) x.SetBits(i, values[i]);
+  TestTensor out = TestTensor::Contiguous(kU8, {4});
+  REQUIRE(RunUnary("abs", x, out).status == TF_OK);
+  for (int i = 0; i < 4; ++i) CHECK(out.GetBits(i) == values[i]);
+  REQUIRE(RunUnary("neg", x, out).status == TF_OK);
+  const uint8_t negated[] = {0, 255, 128, 1};
+  for (int i = 0; i < 4; ++i) CHECK(out.GetBits(i) == negated[i]);
+}
+
+TEST_CASE("add of uint16, uint32 and uint64 wraps modulo 2**bits",
+          "[elementwise]") {
+  for (tf_dtype d : kWideUnsignedDtypes) {
+    INFO(DtypeName(d));
+    const uint64_t top =
+        d.bits == 64 ? ~uint64_t{0} : (uint64_t{1} << d.bits) - 1;
+    TestTensor x = TestTensor::Contiguous(d, {3});
+    TestTensor y = TestTensor::Contiguous(d, {3});
+    TestTensor out = TestTensor::Contiguous(d, {3});
+    x.SetBits(0, top);
+    y.SetBits(0, 1);
+    x.SetBits(1, 5);
+    y.SetBits(1, 7);
+    x.SetBits(2, top - 1);
+    y.SetBits(2, top);
+    // alpha -1 is top: x + top * y = x - y modulo 2**bits.
+    REQUIRE(CallBuilder()
+                .Input(x)
+                .Input(y)
+                .Output(out)
+                .AttrInt(-1)
+                .Run("add", d)
+                .status == TF_OK);
+    CHECK(out.GetBits(0) == top - 1);
+    CHECK(out.GetBits(1) == top - 1);
+    CHECK(out.GetBits(2) == top);
+    REQUIRE(CallBuilder()
+                .Input(x)
+                .Input(y)
+                .Output(out)
+                .AttrInt(1)
+                .Run("add", d)
+                .status == TF_OK);
+    CHECK(out.GetBits(0) == 0);
+    CHECK(out.GetBits(1) == 12);
+    CHECK(out.GetBits(2) == top - 2);
+  }
+}
+
+TEST_CASE("clamp of bool is a max then a min", "[elementwise]") {
+  TestTensor x = TestTensor::Contiguous(kBool, {4});
+  TestTensor lo = TestTensor::Contiguous(kBool, {4});
+  TestTensor hi = TestTensor::Contiguous(kBool, {4});
+  TestTensor out = TestTensor::Contiguous(kBool, {4});
+  const int xs[] = {0, 1, 0, 1}, los[] = {0, 0, 1, 1}, his[] = {1, 0, 1, 0};
+  for (int i = 0; i < 4; ++i) {
+    x.SetBits(i, xs[i]);
+    lo.SetBits(i, los[i]);
+    hi.SetBits(i, his[i]);
+  }
+  REQUIRE(CallBuilder()
+              .Input(x)
+              .Input(lo)
+              .Input(hi)
+              .Output(out)
+              .Run("clamp", kBool)
+              .status == TF_OK);
+  for (int i = 0; i < 4; ++i) {
+    INFO(i);
+    CHECK(out.GetBits(i) == static_cast<uint64_t>((xs[i] | los[i]) & his[i]));
+  }
+  // A number bound is true when nonzero; an absent one leaves x.
+  REQUIRE(CallBuilder()
+              .Input(x)
+              .InputInt(7)
+              .InputNone()
+              .Output(out)
+              .Run("clamp", kBool)
+              .status == TF_OK);
+  for (int i = 0; i < 4; ++i) CHECK(out.GetBits(i) == 1);
+  REQUIRE(CallBuilder()
+              .Input(x)
+              .InputNone()
+              .InputInt(0)
+              .Output(out)
+              .Run("clamp", kBool)
+              .status == TF_OK);
+  for (int i = 0; i < 4; ++i) CHECK(out.GetBits(i) == 0);
+  const CallResult r =
+      CallBuilder().Input(x).InputFloat(0.5).InputNone().Output(out).Run(
+          "clamp", kBool);
+  CHECK(r.status == TF_ERROR_INVALID_ARGUMENT);
+}
+
 TEST_CASE("clamp on an int dtype refuses a float bound", "[elementwise]") {
   TestTensor x = TestTensor::Contiguous(kI32, {3});
   TestTensor out = TestTensor::Contiguous(kI32, {3});

@@ -43,8 +43,10 @@ std::set<std::string> ExpectedKernels() {
   // linear
   add({"linear"}, kFloatDtypes);
   add({"embedding", "cat"}, kAllDtypes);  // embedding and cat
-  add({"mul", "stack", "cast", "noop", "embedding", "cat"},
+  add({"add", "mul", "stack", "cast", "noop", "embedding", "cat"},
       kWideUnsignedDtypes);
+  add({"abs", "neg"}, {kU8});
+  add({"clamp"}, {kBool});
   return keys;
 }
 
@@ -74,10 +76,13 @@ TEST_CASE("the plugin offers exactly the promised kernels", "[plugin]") {
 }
 
 TEST_CASE("narrow integer arithmetic is left to the fallback", "[plugin]") {
+  // Except what the fallback cannot serve as the op table lists it (clamp
+  // of bool) and the two one-liners of uint8.
+  const std::set<std::string> served = {"abs/uint8", "neg/uint8", "clamp/bool"};
   for (const char* op : {"abs", "neg", "add", "mul", "clamp"}) {
     for (tf_dtype d : {kI8, kI16, kU8, kBool}) {
       INFO(Key(op, d));
-      CHECK(FindKernel(op, d) == nullptr);
+      CHECK((FindKernel(op, d) != nullptr) == served.count(Key(op, d)) > 0);
     }
   }
   for (const char* op :
