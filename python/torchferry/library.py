@@ -116,7 +116,17 @@ class _Op:
         self.defaults = {}  # argument name -> its default, as torch parsed it
 
     def torch_schemas(self):
-        """{overload: schema text without the name}."""
+        """{overload: schema text without the name}. An op where a Python
+        number may stand for a tensor (add, mul, clamp) also has `number`
+        (and `number_out`), whose such parameters are Scalar: compiled code
+        hands the number itself to the native function, which applies it as
+        an eager call does (float16's in float32, unrounded)."""
+        schemas = self._schemas("")
+        if self.numbers and not self.writes:
+            schemas.update(self._schemas("number"))
+        return schemas
+
+    def _schemas(self, numbers):
         params, star = [], False
         mutated = iter("bcdefghijklmnopqrstuvwxyz")  # (a!) is out's
         for a in self.params:
@@ -124,7 +134,8 @@ class _Op:
                 params.append("*")
                 star = True
             alias = f"({next(mutated)}!)" if a["written"] else ""
-            text = f"{a['type']}{alias}{'?' if a['optional'] else ''} {a['name']}"
+            kind = "Scalar" if numbers and a["name"] in self.numbers else a["type"]
+            text = f"{kind}{alias}{'?' if a['optional'] else ''} {a['name']}"
             if a["default"] is not None:
                 text += f"={a['default']}"
             params.append(text)
@@ -135,9 +146,10 @@ class _Op:
             return {"default": f"({', '.join(with_out)}) -> ()"}
         n = self.returns
         result = "()" if n == 0 else "Tensor" if n == 1 else f"({', '.join(['Tensor'] * n)})"
-        schemas = {"default": f"({', '.join(params)}) -> {result}"}
+        functional, out = (numbers, f"{numbers}_out") if numbers else ("default", "out")
+        schemas = {functional: f"({', '.join(params)}) -> {result}"}
         if self.returns:
-            schemas["out"] = f"({', '.join(with_out)}) -> ()"
+            schemas[out] = f"({', '.join(with_out)}) -> ()"
         return schemas
 
     def values(self, args, kwargs):
@@ -303,24 +315,24 @@ def _kind(dtype):
     return 0 if dtype == torch.bool else 2 if dtype.is_floating_point else 1
 
 
-def _number_as_tensor(op, what, value, like):
-    """A Python number standing for a tensor (ops.mul(x, 0.5)), as the native
-    door takes it (core/number_tensor.cc): a 0-dim tensor of the other
-    operand's dtype, refused with the native door's error where torch would
-    promote or the int does not fit, so that compiled code gives the answer or
-    the error an eager call gives."""
-    if not isinstance(value, (bool, int, float)):
-        return value
+def _check_number(op, what, value, like):
+    """Refuses a Python number standing for a tensor (ops.mul(x, 0.5)) where
+    the native door does (core/number_tensor.cc), in its words: a number of a
+    higher kind than the tensor's dtype, where torch would promote, or an int
+    that does not fit. Returns the value as an element of the dtype holds it
+    (a negative wraps in an unsigned dtype)."""
     number = 0 if isinstance(value, bool) else 1 if isinstance(value, int) else 2
     tensor = _kind(like.dtype)
-    if op.name == "clamp" and number == 2 and tensor < 2:
+    if op.name == "clamp":
         # clamp takes a number bound as an attribute (core/prepare.cc
-        # ScalarArg), with that rule's words.
-        raise TypeError(
-            f"{op.name}(): {what} is a float but input has integer dtype "
-            f"{_dtype_name(like.dtype)}; pass an int"
-        )
-    if number > tensor:
+        # ScalarArg): only a float on an integer or bool tensor is refused,
+        # in that rule's words.
+        if number == 2 and tensor < 2:
+            raise TypeError(
+                f"{op.name}(): {what} is a float but input has integer dtype "
+                f"{_dtype_name(like.dtype)}; pass an int"
+            )
+    elif number > tensor:
         raise TypeError(
             f"{op.name}(): {what} is {_KINDS[number]} but input has dtype "
             f"{_dtype_name(like.dtype)}; torch would promote the result to another dtype, "
@@ -344,6 +356,16 @@ def _number_as_tensor(op, what, value, like):
             value %= 2**bits
             if value >= 2 ** (bits - 1) and bits == 64:
                 value -= 2**64  # uint64's bit pattern, as torch.full takes it
+    return value
+
+
+def _number_as_tensor(op, what, value, like):
+    """A Python number standing for a tensor where another such argument is
+    a tensor (clamp(x, min=t, max=1)): a 0-dim tensor of the other operand's
+    dtype, as the native door would make it."""
+    if not isinstance(value, (bool, int, float)):
+        return value
+    value = _check_number(op, what, value, like)
     return torch.full((), value, dtype=like.dtype, device=like.device)
 
 
@@ -368,21 +390,32 @@ def _call(op, values, out, stream):
         return out
     if op.variadic:
         return packet.default(list(values[0]))
+    functional, with_out = packet.default, getattr(packet, "out", None)
     if op.numbers:
         first = values[0]
-        values = [
-            _number_as_tensor(op, a["name"], v, first) if a["name"] in op.numbers else v
-            for v, a in zip(values, op.params)
-        ]
+        given = [v for v, a in zip(values, op.params) if a["name"] in op.numbers and v is not None]
+        if given and all(isinstance(v, (bool, int, float)) for v in given):
+            # Every number-or-tensor argument is a number: the overload that
+            # takes them as numbers, applied by the native function as eager
+            # applies them; refused here first with eager's words.
+            for v, a in zip(values, op.params):
+                if a["name"] in op.numbers and v is not None:
+                    _check_number(op, a["name"], v, first)
+            functional, with_out = packet.number, packet.number_out
+        else:
+            values = [
+                _number_as_tensor(op, a["name"], v, first) if a["name"] in op.numbers else v
+                for v, a in zip(values, op.params)
+            ]
     args = values[: len(op.positional)]
     kwargs = dict(zip(op.keyword, values[len(op.positional) :]))
     if op.writes:
         packet.default(*args, out=out, **kwargs)
         return out
     if out is None:
-        return packet.default(*args, **kwargs)
+        return functional(*args, **kwargs)
     if len(op.out_names) == 1:
-        packet.out(*args, out=out, **kwargs)
+        with_out(*args, out=out, **kwargs)
         return out
     if not isinstance(out, (tuple, list)) or len(out) != len(op.out_names):
         raise TypeError(f"{op.name}(): expected out to be a tuple of {len(op.out_names)} tensors")
@@ -439,7 +472,7 @@ def _register(op):
                 for a in op.packet.default._schema.arguments
                 if a.has_default_value()
             }
-        writes_out = overload == "out" or op.writes
+        writes_out = overload.endswith("out") or op.writes
         kernel = _out_kernel(op) if writes_out else _functional_kernel(op)
         for key in ("CPU", "CUDA"):
             _LIBRARY.impl(qualified, kernel, key)
