@@ -46,6 +46,8 @@ VARIANTS = {
     18: ("dbad_out_not_out", "the output 'result' after '*' must be called 'out'"),
     19: ("dbad_too_many_writes", "writes 9 tensors (4 returned, 5 in place); expected at most 8"),
     20: ("dbad_optional_in_place", "'acc' is written (Tensor(x!)): expected a Tensor without a default"),
+    21: ("decl_many", None),
+    22: ("dbad_too_many_args", "more than 16 arguments"),
 }  # fmt: skip
 BROKEN = {stem: reason for stem, reason in VARIANTS.values() if reason}
 
@@ -352,3 +354,46 @@ def test_a_declared_op_returns_several_tensors_and_writes_in_place(plugin_dir):
     assert r["torch_out_schema"] == (
         "torchferry::decl__scaled_and_sum.out(Tensor x, *, float scale=2., Tensor(a!) out0, Tensor(b!) out1) -> ()"
     )
+
+
+# --- as many tensors as a schema allows ----------------------------------------
+
+# decl_many's ops: each output o (returns, then the arguments written in
+# place) is (o + 1) times the sum of every tensor argument.
+MANY = """
+import json, torch, torchferry
+from torchferry import ops, plugins
+
+x = [torch.full((2, 3), float(i + 1)) for i in range({n})]
+kwargs = {{"out": torch.empty(2, 3)}} if "{op}" == "f15_out" else {{}}
+result = getattr(ops.many, "{op}")(*x, **kwargs)
+results = list(result) if isinstance(result, tuple) else [result]
+if "{op}" == "f12w4x4":
+    results += x[12:]  # written in place, after the returns
+skipped = {{s["path"].rsplit("/torchferry_", 1)[-1][:-3]: s["reason"] for s in plugins.skipped()}}
+print("REPORT" + json.dumps({{"results": [r.tolist() for r in results],
+                             "too_many": skipped["dbad_too_many_args"]}}))
+"""
+
+
+@pytest.mark.parametrize(
+    "op, n, outputs",
+    [
+        ("f13", 13, 1),  # one past the tensors a call holds without Reserve
+        ("f15_out", 15, 1),  # 16 arguments: 15 tensors and out=
+        ("f16", 16, 1),  # the most tensor arguments a schema may have
+        ("f16x4", 16, 4),  # and the most returns: 20 tensors in one call
+        ("f12w4x4", 16, 8),  # 4 written in place and 4 returns
+    ],
+)
+def test_a_declared_op_takes_every_tensor_count_a_schema_allows(plugin_dir, op, n, outputs):
+    # Each count in its own process: writing past the call's room for
+    # tensors was a segfault or a heap corruption.
+    r = run(plugin_dir, MANY.format(op=op, n=n))
+    total = float(sum(range(1, n + 1)))
+    assert len(r["results"]) == outputs
+    for o, got in enumerate(r["results"]):
+        assert got == torch.full((2, 3), (o + 1) * total).tolist(), (op, o)
+    # Past the counts above, a schema (20 tensors here) is refused at load,
+    # naming the limit.
+    assert "more than 16 arguments" in r["too_many"], r["too_many"]
