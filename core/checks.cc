@@ -223,6 +223,25 @@ bool CheckFloat(const char* op, const TensorRef& ref) {
                                 op, Dtype(ref.dtype).name));
 }
 
+bool CheckResultFits(const char* op, DtypeIndex dtype, int ndim,
+                     const int64_t* shape) {
+  int64_t numel = 1, bytes = 0;
+  bool overflow = false;
+  for (int d = 0; d < ndim; ++d) {
+    overflow |= __builtin_mul_overflow(numel, shape[d], &numel);
+  }
+  const int64_t itemsize = dtype == kNoDtype ? 1 : Dtype(dtype).itemsize;
+  overflow |= __builtin_mul_overflow(numel, itemsize, &bytes);
+  if (!overflow) return true;
+  return RaiseError(
+      PyExc_ValueError,
+      fmt::format("{}(): the inputs' sizes give a result of shape {}, more "
+                  "than 2**63 - 1 bytes of {}; expected a result whose size "
+                  "fits in int64",
+                  op, ShapeText(ndim, shape),
+                  dtype == kNoDtype ? "elements" : Dtype(dtype).name));
+}
+
 bool CheckShape(const char* op, const char* what, const TensorRef& ref,
                 int ndim, const int64_t* shape) {
   const tf_tensor& v = ref.view;

@@ -139,6 +139,7 @@ namespace {
 // A new output like `like` (a torch tensor, or the fuzzer's placeholder).
 PyObject* AllocateLike(const char* op, CallFrame& frame, const TensorRef& like,
                        DtypeIndex dtype, int ndim, const int64_t* shape) {
+  if (!CheckResultFits(op, dtype, ndim, shape)) return nullptr;
   frame.NotePython();  // torch.empty (modes, hooks) or the gc may run
   return frame.source() != nullptr
              ? frame.source()->Allocate(like, dtype, ndim, shape)
@@ -151,6 +152,7 @@ bool TakeOut(const char* op, const ParsedArgs& args, CallFrame& frame,
              const TensorRef& like, DtypeIndex dtype, int ndim,
              const int64_t* shape) {
   PyObject* out = args.out;
+  if (!CheckResultFits(op, dtype, ndim, shape)) return false;
   if (out == nullptr || out == Py_None) {
     out = AllocateLike(op, frame, like, dtype, ndim, shape);
     if (out == nullptr) return false;
@@ -289,7 +291,7 @@ bool PrepareBroadcast(const OpFunction& fn, const ParsedArgs& args,
     if (!ok) return false;
     ++f.num_attrs;
   }
-  SetTensorInputs(f, {x, y}, f.out_ref()->numel * 2);
+  SetTensorInputs(f, {x, y}, SaturatedProduct({f.out_ref()->numel, 2}));
   return true;
 }
 
@@ -353,7 +355,7 @@ bool PrepareClamp(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   SetTensorArg(&f.inputs[0], x);
   f.num_inputs = 3;
   f.dispatch_ref = x;
-  f.work = f.out_ref()->numel * 2;
+  f.work = SaturatedProduct({f.out_ref()->numel, 2});
   return true;
 }
 
@@ -511,7 +513,7 @@ bool PrepareRmsNorm(const OpFunction& fn, const ParsedArgs& args,
     return false;
   }
   f.attrs[f.num_attrs++] = FloatArg(eps);
-  SetTensorInputs(f, {x, w}, x->numel * 2);
+  SetTensorInputs(f, {x, w}, SaturatedProduct({x->numel, 2}));
   return true;
 }
 
@@ -552,7 +554,7 @@ bool PrepareAddRmsNorm(const OpFunction& fn, const ParsedArgs& args,
   f.outputs[1] = r->view;
   f.num_outputs = 2;
   f.attrs[f.num_attrs++] = FloatArg(eps);
-  SetTensorInputs(f, {x, w}, x->numel * 3);
+  SetTensorInputs(f, {x, w}, SaturatedProduct({x->numel, 3}));
   return true;
 }
 
@@ -579,7 +581,7 @@ bool PrepareSoftmax(const OpFunction& fn, const ParsedArgs& args,
     f.output().strides = one;
   }
   f.attrs[f.num_attrs++] = IntArg(dim);
-  SetTensorInputs(f, {x}, x->numel * 3);
+  SetTensorInputs(f, {x}, SaturatedProduct({x->numel, 3}));
   return true;
 }
 
@@ -848,7 +850,8 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
   DtypeIndex dtypes[kMaxSchemaReturns];
   if (!InferOutputs(fn, *kernel, f, num_specs, specs, dtypes)) return false;
   int64_t work = 0;
-  for (int t = 0; t < num_tensors; ++t) work += tensors[t]->numel;
+  for (int t = 0; t < num_tensors; ++t)
+    work = SaturatedSum(work, tensors[t]->numel);
   f.work = work;
   if (num_specs == 1) {
     if (fn.has_out_arg && (args.out == nullptr || args.out == Py_None)) {
@@ -884,7 +887,7 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
         return false;
       }
     }
-    f.work += out.numel;
+    f.work = SaturatedSum(f.work, out.numel);
   }
   for (int w = 0; w < num_in_place; ++w) {
     for (int t = 0; t < num_tensors; ++t) {
@@ -896,7 +899,7 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
     }
     f.written[num_specs + w] = in_place[w];
     f.outputs[num_specs + w] = in_place[w]->view;
-    f.work += in_place[w]->numel;
+    f.work = SaturatedSum(f.work, in_place[w]->numel);
   }
   f.num_outputs = num_specs + num_in_place;
   return true;

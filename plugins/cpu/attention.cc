@@ -18,6 +18,7 @@
 // one allocation of a few blocks, whatever L and S are; where it fails the
 // rows above take the call.
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -223,9 +224,22 @@ struct BlockScratch {
   float *q, *k, *v, *s, *pv, *acc, *max, *sum, *block_max, *shift;
   int64_t keys[kQueryBlock];
 
+  // The floats of the blocks, or -1 where that count overflows (stride-0
+  // operands can have head dims up to 2**63 - 1).
   static int64_t Floats(int64_t e, int64_t ev) {
-    return kQueryBlock * e + kKeyBlock * (e + ev) + kKeyBlock * kQueryBlock +
-           2 * kQueryBlock * ev + 4 * kQueryBlock;
+    int64_t q, kv, e_ev, acc, total;
+    if (__builtin_mul_overflow(kQueryBlock, e, &q) ||
+        __builtin_add_overflow(e, ev, &e_ev) ||
+        __builtin_mul_overflow(kKeyBlock, e_ev, &kv) ||
+        __builtin_mul_overflow(2 * kQueryBlock, ev, &acc) ||
+        __builtin_add_overflow(q, kv, &total) ||
+        __builtin_add_overflow(total, acc, &total) ||
+        __builtin_add_overflow(total, kKeyBlock * kQueryBlock + 4 * kQueryBlock,
+                               &total) ||
+        total > PTRDIFF_MAX / static_cast<int64_t>(sizeof(float))) {
+      return -1;
+    }
+    return total;
   }
   void Carve(float* p, int64_t e, int64_t ev) {
     q = p;
@@ -460,7 +474,12 @@ struct Attention {
     A stack[4 * kStackHead];
     std::unique_ptr<A[]> heap;
     if (!on_stack) {
-      heap.reset(new (std::nothrow) A[2 * (E + Ev)]);
+      // 2 * (E + Ev) may overflow for stride-0 operands: no memory either.
+      int64_t rows = 0;
+      const bool sized = !__builtin_add_overflow(E, Ev, &rows) &&
+                         !__builtin_mul_overflow(rows, 2, &rows) &&
+                         rows <= PTRDIFF_MAX / static_cast<int64_t>(sizeof(A));
+      if (sized) heap.reset(new (std::nothrow) A[rows]);
       if (!heap) {
         return Fail(call, TF_ERROR_OUT_OF_MEMORY,
                     "scaled_dot_product_attention: no memory for the scratch "
@@ -472,9 +491,9 @@ struct Attention {
     std::unique_ptr<float[]> block_memory;
     BlockScratch blocks;
     if constexpr (std::is_same_v<A, float>) {
-      if (L >= kBlockedMinRows && S > 0 && E > 0 && Ev > 0) {
-        block_memory.reset(
-            new (std::nothrow) float[BlockScratch::Floats(E, Ev)]);
+      const int64_t floats = BlockScratch::Floats(E, Ev);
+      if (L >= kBlockedMinRows && S > 0 && E > 0 && Ev > 0 && floats > 0) {
+        block_memory.reset(new (std::nothrow) float[floats]);
         if (block_memory) blocks.Carve(block_memory.get(), E, Ev);
       }
     }

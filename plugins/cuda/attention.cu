@@ -212,8 +212,13 @@ tf_status AttentionAs(const tf_call* call) {
   a.Ev = v.shape[n - 1];
   a.batch_count = NumElements(n - 3, out.shape);
   if (NumElements(n, out.shape) == 0) return TF_OK;
-  const size_t shared = sizeof(A) * (a.E + a.Ev + kAttentionThreads);
-  if (shared > 48 * 1024) {
+  // E and Ev bounded first: stride-0 operands may have head dims near
+  // 2**63, whose sum of bytes would wrap to a small size.
+  constexpr int64_t kShared = 48 * 1024;
+  const size_t shared = a.E > kShared || a.Ev > kShared
+                            ? kShared + 1
+                            : sizeof(A) * (a.E + a.Ev + kAttentionThreads);
+  if (shared > kShared) {
     return Fail(call, TF_ERROR_UNSUPPORTED,
                 "scaled_dot_product_attention: head dims E = %lld and Ev = "
                 "%lld need more shared memory than this kernel uses (48 KiB)",
