@@ -175,7 +175,12 @@ bool PrepareAttention(const OpFunction& fn, const ParsedArgs& args,
   if (!DeclaredAttr(op, *fn.params[5], args.values[5], q->dtype, &scale_arg)) {
     return false;
   }
-  const double scale = scale_arg.kind == TF_ARG_FLOAT
+  // With a head dim E of 0 every score is an empty dot product, 0, which
+  // torch leaves unscaled (it scales q and k, not the scores): softmax then
+  // averages v. The kernel gets scale 1, not the default's 1 / sqrt(0) = inf
+  // or a NaN, whose products with 0 would make every score NaN.
+  const double scale = E == 0 ? 1.0
+                       : scale_arg.kind == TF_ARG_FLOAT
                            ? scale_arg.value.f
                            : 1.0 / std::sqrt(static_cast<double>(E));
   if (lower_right && !is_causal) {

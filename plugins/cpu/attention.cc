@@ -138,6 +138,7 @@ inline void AttendRow(const RowArgs<T>& r, Scratch<A>& w) {
   for (int64_t j0 = 0; j0 < r.keys; j0 += kKeyBlock) {
     const int64_t len = r.keys - j0 < kKeyBlock ? r.keys - j0 : kKeyBlock;
     A block_max = kNegInf;
+    bool any_nan = false;
     for (int64_t j = 0; j < len; ++j) {
       const int64_t key = j0 + j;
       A s;
@@ -151,8 +152,11 @@ inline void AttendRow(const RowArgs<T>& r, Scratch<A>& w) {
       }
       w.scores[j] = s;
       block_max = s > block_max ? s : block_max;  // NaN poisons the sum
+      any_nan |= s != s;
     }
-    if (block_max == kNegInf) continue;  // every key of the block masked
+    // Every key of the block masked; a block of NaN scores is not skipped:
+    // its exponentials are NaN and poison the sum, as in torch.
+    if (block_max == kNegInf && !any_nan) continue;
     if (block_max > max) {
       const A correction = ExpOf(max - block_max);  // 0 for the first block
       Scale(w.acc, correction, r.ev);
@@ -428,6 +432,26 @@ TF_CPU_AVX512 TF_CPU_FLATTEN void AttendHeadAvx512(const HeadArgs<T>& h,
   AttendHead<Avx512Isa>(h, w, done);
 }
 
+// Every element of `out` (any strides) set to NaN.
+template <typename T>
+void FillNan(const tf_tensor& out) {
+  T* data = DataOf<T>(out);
+  int64_t numel = 1;
+  for (int d = 0; d < out.ndim; ++d) numel *= out.shape[d];
+  if (numel == 0) return;
+  const T nan = Store<T>(
+      static_cast<ComputeOf<T>>(std::numeric_limits<double>::quiet_NaN()));
+  int64_t index[kMaxRank + 3] = {};
+  for (int64_t i = 0; i < numel; ++i) {
+    int64_t offset = 0;
+    for (int d = 0; d < out.ndim; ++d) offset += index[d] * out.strides[d];
+    data[offset] = nan;
+    for (int d = out.ndim - 1; d >= 0 && ++index[d] == out.shape[d]; --d) {
+      index[d] = 0;
+    }
+  }
+}
+
 struct Attention {
   static constexpr const char* kName = "scaled_dot_product_attention";
   template <typename T>
@@ -465,6 +489,12 @@ struct Attention {
     const int64_t causal = call->attrs[0].value.i;
     const double scale = call->attrs[1].value.f;
     const bool bool_mask = mask != nullptr && mask->dtype.code == TF_DTYPE_BOOL;
+    if (scale != scale && E > 0 && S > 0) {
+      // Every score is NaN, masked ones too (torch adds the mask to them):
+      // every row is NaN, as in torch.
+      FillNan<T>(out);
+      return TF_OK;
+    }
 
     // Scratch: on the stack for the usual head sizes, else one allocation.
     constexpr int64_t kStackHead = 256;

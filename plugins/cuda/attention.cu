@@ -132,6 +132,14 @@ __global__ void AttentionKernel(const T* q, const T* k, const T* v,
     const T* vh = v + off[2] + kvh * a.v_head;
     const int64_t m_off = off[3] + h * a.m_head + i * a.m_row;
     T* orow = out + off[4] + h * a.o_head + i * a.o_row;
+    if (IsNan(static_cast<A>(a.scale)) && a.E > 0 && a.S > 0) {
+      // Every score is NaN, masked ones too (torch adds the mask to them):
+      // the row is NaN, as in torch. Every thread of the block takes this.
+      for (int64_t e = threadIdx.x; e < a.Ev; e += blockDim.x) {
+        orow[e * a.o_step] = FromOpMath<T>(static_cast<A>(a.scale));
+      }
+      continue;
+    }
     int64_t keys = a.S;
     if (a.causal != 0) {
       const int64_t last = a.causal == 1 ? i : i + a.S - a.L;
