@@ -102,6 +102,16 @@ E = BIG
 q, k, v = huge(1, E), huge(1, E), torch.zeros(1, 4)
 refused(lambda: ops.scaled_dot_product_attention(q, k, v), "no memory", kind=MemoryError)
 """,
+    # torch.compile's specs of a declared op's arguments stand for
+    # contiguous tensors: their element counts and strides multiplied past
+    # int64 before the op's infer saw them.
+    "infer_spec": f"""
+from torchferry import _C
+x = (({BIG}, 4), "float32")
+refused(lambda: _C._infer("example::axpby", "cpu", (x, x, 1.0, 1.0), None), "shape [{BIG}, 4]", "2**63 - 1 bytes")
+x = ((2, {BIG}, 2), "float16")
+refused(lambda: _C._infer("example::axpby", "cpu", (x, x, 1.0, 1.0), None), "shape [2, {BIG}, 2]")
+""",
 }
 
 
