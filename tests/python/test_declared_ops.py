@@ -371,7 +371,11 @@ results = list(result) if isinstance(result, tuple) else [result]
 if "{op}" == "f12w4x4":
     results += x[12:]  # written in place, after the returns
 skipped = {{s["path"].rsplit("/torchferry_", 1)[-1][:-3]: s["reason"] for s in plugins.skipped()}}
-print("REPORT" + json.dumps({{"results": [r.tolist() for r in results],
+# torch.compile's path: the same preparation on specs, without tensors.
+spec = ((2, 3), "float32")
+infer = torchferry._C._infer("many::{op}", "cpu", (spec,) * {n},
+                             spec if "{op}" == "f15_out" else None)
+print("REPORT" + json.dumps({{"results": [r.tolist() for r in results], "infer": infer,
                              "too_many": skipped["dbad_too_many_args"]}}))
 """
 
@@ -394,6 +398,8 @@ def test_a_declared_op_takes_every_tensor_count_a_schema_allows(plugin_dir, op, 
     assert len(r["results"]) == outputs
     for o, got in enumerate(r["results"]):
         assert got == torch.full((2, 3), (o + 1) * total).tolist(), (op, o)
+    returns = 4 if outputs > 1 else 1
+    assert r["infer"] == ([[[2, 3], "float32"]] * returns if returns > 1 else [[2, 3], "float32"])
     # Past the counts above, a schema (20 tensors here) is refused at load,
     # naming the limit.
     assert "more than 16 arguments" in r["too_many"], r["too_many"]
