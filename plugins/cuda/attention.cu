@@ -174,7 +174,11 @@ __global__ void AttentionKernel(const T* q, const T* k, const T* v,
         }
       }
       const A chunk_max = RowReduce<kAttentionThreads>(score, Max{});
-      if (chunk_max == NegativeInfinity<A>()) continue;  // all masked
+      // All masked: skipped. A chunk of NaN scores (a NaN query row) is
+      // not: its exponentials poison the sum and the row is NaN, as in
+      // torch. Every thread of the block reaches both reductions.
+      const bool any_nan = __syncthreads_or(IsNan(score));
+      if (chunk_max == NegativeInfinity<A>() && !any_nan) continue;
       const A new_max = chunk_max > max ? chunk_max : max;
       const A correction = Exp(max - new_max);
       const A pj = j < keys ? Exp(score - new_max) : A{0};
