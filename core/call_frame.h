@@ -64,23 +64,36 @@ class CallFrame {
   CallFrame(const CallFrame&) = delete;
   CallFrame& operator=(const CallFrame&) = delete;
 
-  // Makes room for `count` tensors (tensor lists may exceed the inline
-  // capacity). Call before the first Take().
+  // Makes room for `count` tensors: every tensor a rule Takes (inputs and
+  // outputs alike) and every tensor input it passes. Tensor lists and
+  // declared ops may exceed the inline capacity. Call before the first
+  // Take() of a pass.
   void Reserve(int count) {
-    if (count <= kInlineTensors) return;
+    if (count <= capacity_) return;
     heap_refs_.reset(new TensorRef[count]);
     heap_items_.reset(new tf_tensor[count]);
     heap_inputs_.reset(new tf_arg[count]);
     refs_ = heap_refs_.get();
     items_ = heap_items_.get();
     inputs = heap_inputs_.get();
+    capacity_ = count;
   }
+  // How many tensors the frame holds (kInlineTensors, or as Reserve()d).
+  int capacity() const { return capacity_; }
 
   // Bridges `obj`; the frame releases it. nullptr with a Python exception.
   // A non-torch object is imported through __dlpack__ once per call: the
   // frame keeps the import, and a second Take of it (or the second pass)
   // reuses it without running Python.
   TensorRef* Take(PyObject* obj, const char* what, bool writable) {
+    if (num_refs_ == capacity_) {
+      // A rule that Reserve()d too little: refused, never written past.
+      RaiseError(PyExc_RuntimeError,
+                 fmt::format("{}(): {}: more than the {} tensors this call "
+                             "made room for; please report this",
+                             op_, what, capacity_));
+      return nullptr;
+    }
     TensorRef* ref = &refs_[num_refs_];
     if (source_ != nullptr) {
       *ref = TensorRef{};
@@ -283,6 +296,7 @@ class CallFrame {
   std::unique_ptr<TensorRef[]> heap_refs_;
   std::unique_ptr<tf_tensor[]> heap_items_;
   int num_refs_ = 0;
+  int capacity_ = kInlineTensors;
   int64_t arena_[kArenaSize];
   int arena_used_ = 0;
   bool python_ran_ = false;

@@ -223,6 +223,27 @@ bool CheckFloat(const char* op, const TensorRef& ref) {
                                 op, Dtype(ref.dtype).name));
 }
 
+bool CheckResultFits(const char* op, DtypeIndex dtype, int ndim,
+                     const int64_t* shape) {
+  // The strides of a contiguous result, in bytes: the product of the sizes
+  // (a size of 0 counting as 1, as torch counts it, so that an empty result
+  // of shape [0, 2**62, 4] is refused as torch refuses it) times itemsize.
+  int64_t bytes = dtype == kNoDtype ? 1 : Dtype(dtype).itemsize;
+  bool overflow = false;
+  for (int d = 0; d < ndim; ++d) {
+    overflow |=
+        __builtin_mul_overflow(bytes, std::max<int64_t>(shape[d], 1), &bytes);
+  }
+  if (!overflow) return true;
+  return RaiseError(
+      PyExc_ValueError,
+      fmt::format("{}(): the inputs' sizes give a result of shape {}, whose "
+                  "sizes multiply past 2**63 - 1 bytes of {}; expected a "
+                  "result whose strides and size in bytes fit in int64",
+                  op, ShapeText(ndim, shape),
+                  dtype == kNoDtype ? "elements" : Dtype(dtype).name));
+}
+
 bool CheckShape(const char* op, const char* what, const TensorRef& ref,
                 int ndim, const int64_t* shape) {
   const tf_tensor& v = ref.view;

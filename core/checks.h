@@ -48,5 +48,10 @@ bool BroadcastTo(const char* op, CallFrame& frame, TensorRef* ref, int ndim,
                  const int64_t* shape);
 
 std::string ShapeText(int ndim, const int64_t* shape);
+// A result of `shape` must be a tensor torch can make: its contiguous
+// strides and its size in bytes fit in int64. Sizes of stride-0 inputs
+// (expand) can multiply or add past that; the ValueError names the shape.
+bool CheckResultFits(const char* op, DtypeIndex dtype, int ndim,
+                     const int64_t* shape);
 
 }  // namespace torchferry

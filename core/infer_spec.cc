@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <deque>
 #include <string>
 #include <vector>
@@ -115,11 +116,26 @@ class SpecSource : public TensorSource {
       }
       s->shape[d] = size;
     }
-    int64_t stride = 1;
+    // The spec stands for a contiguous tensor: its strides, element count
+    // and bytes must fit in int64, as any tensor torch makes does.
+    int64_t stride = 1, bytes = 0;
+    bool overflow = false;
     for (Py_ssize_t d = ndim - 1; d >= 0; --d) {
       s->strides[d] = stride;
-      stride *= s->shape[d] > 1 ? s->shape[d] : 1;
-      s->numel *= s->shape[d];
+      overflow |= __builtin_mul_overflow(
+                      stride, std::max<int64_t>(s->shape[d], 1), &stride) ||
+                  __builtin_mul_overflow(s->numel, s->shape[d], &s->numel);
+    }
+    overflow |=
+        __builtin_mul_overflow(s->numel, Dtype(s->dtype).itemsize, &bytes);
+    if (overflow) {
+      return RaiseError(
+          PyExc_ValueError,
+          fmt::format("{}: a spec of shape {} holds more than 2**63 - 1 "
+                      "bytes of {}; expected the shape of a tensor torch can "
+                      "make",
+                      what, ShapeText(static_cast<int>(ndim), s->shape.data()),
+                      Dtype(s->dtype).name));
     }
     return true;
   }

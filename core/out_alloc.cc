@@ -60,7 +60,10 @@ PyObject* AllocateDirect(DtypeIndex dtype, int ndim, const int64_t* shape) {
   int64_t stride = 1;
   for (int d = ndim - 1; d >= 0; --d) {
     strides[d] = stride;
-    stride *= shape[d] > 1 ? shape[d] : 1;
+    // Strides past int64: torch.empty raises its own error.
+    if (__builtin_mul_overflow(stride, shape[d] > 1 ? shape[d] : 1, &stride)) {
+      return nullptr;
+    }
   }
   AtenTensorHandle handle = nullptr;
   if (g_lib->api.empty_strided(ndim, shape, strides, Dtype(dtype).torch_code,

@@ -140,6 +140,7 @@ namespace {
 // A new output like `like` (a torch tensor, or the fuzzer's placeholder).
 PyObject* AllocateLike(const char* op, CallFrame& frame, const TensorRef& like,
                        DtypeIndex dtype, int ndim, const int64_t* shape) {
+  if (!CheckResultFits(op, dtype, ndim, shape)) return nullptr;
   frame.NotePython();  // torch.empty (modes, hooks) or the gc may run
   return frame.source() != nullptr
              ? frame.source()->Allocate(like, dtype, ndim, shape)
@@ -152,6 +153,7 @@ bool TakeOut(const char* op, const ParsedArgs& args, CallFrame& frame,
              const TensorRef& like, DtypeIndex dtype, int ndim,
              const int64_t* shape) {
   PyObject* out = args.out;
+  if (!CheckResultFits(op, dtype, ndim, shape)) return false;
   if (out == nullptr || out == Py_None) {
     out = AllocateLike(op, frame, like, dtype, ndim, shape);
     if (out == nullptr) return false;
@@ -309,7 +311,7 @@ bool PrepareBroadcast(const OpFunction& fn, const ParsedArgs& args,
   }
   if (fold && is_mul) {
     f.attrs[f.num_attrs++] = FloatArg(folded);
-    SetTensorInputs(f, {y, x}, f.out_ref()->numel * 2);
+    SetTensorInputs(f, {y, x}, SaturatedProduct({f.out_ref()->numel, 2}));
     f.kernel_op = static_cast<int>(kAdd);
     return true;
   }
@@ -317,7 +319,7 @@ bool PrepareBroadcast(const OpFunction& fn, const ParsedArgs& args,
     f.attrs[0].value.f =
         static_cast<double>(static_cast<float>(f.attrs[0].value.f) * folded);
   }
-  SetTensorInputs(f, {x, y}, f.out_ref()->numel * 2);
+  SetTensorInputs(f, {x, y}, SaturatedProduct({f.out_ref()->numel, 2}));
   return true;
 }
 
@@ -378,7 +380,7 @@ bool PrepareClamp(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   SetTensorArg(&f.inputs[0], x);
   f.num_inputs = 3;
   f.dispatch_ref = x;
-  f.work = f.out_ref()->numel * 2;
+  f.work = SaturatedProduct({f.out_ref()->numel, 2});
   return true;
 }
 
@@ -540,7 +542,7 @@ bool PrepareRmsNorm(const OpFunction& fn, const ParsedArgs& args,
     return false;
   }
   f.attrs[f.num_attrs++] = FloatArg(eps);
-  SetTensorInputs(f, {x, w}, x->numel * 2);
+  SetTensorInputs(f, {x, w}, SaturatedProduct({x->numel, 2}));
   return true;
 }
 
@@ -582,7 +584,7 @@ bool PrepareAddRmsNorm(const OpFunction& fn, const ParsedArgs& args,
   f.outputs[1] = r->view;
   f.num_outputs = 2;
   f.attrs[f.num_attrs++] = FloatArg(eps);
-  SetTensorInputs(f, {x, w}, x->numel * 3);
+  SetTensorInputs(f, {x, w}, SaturatedProduct({x->numel, 3}));
   return true;
 }
 
@@ -609,7 +611,7 @@ bool PrepareSoftmax(const OpFunction& fn, const ParsedArgs& args,
     f.output().strides = one;
   }
   f.attrs[f.num_attrs++] = IntArg(dim);
-  SetTensorInputs(f, {x}, x->numel * 3);
+  SetTensorInputs(f, {x}, SaturatedProduct({x->numel, 3}));
   return true;
 }
 
@@ -815,6 +817,13 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
   TensorRef* in_place[kMaxParams];
   const char* in_place_names[kMaxParams];
   int num_tensors = 0, num_in_place = 0;
+  // Every tensor argument and every return is a tensor of the frame; a
+  // schema may have more of them than the frame holds inline.
+  int num_tensor_params = 0;
+  for (int i = 0; i < fn.signature.num_params; ++i) {
+    num_tensor_params += fn.params[i]->type == ArgType::kTensor;
+  }
+  f.Reserve(num_tensor_params + static_cast<int>(fn.schema.returns.size()));
   // Tensors first, in the schema's order: the first keys the kernel.
   for (int i = 0; i < fn.signature.num_params; ++i) {
     const SchemaArg& a = *fn.params[i];
@@ -871,7 +880,8 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
   DtypeIndex dtypes[kMaxSchemaReturns];
   if (!InferOutputs(fn, *kernel, f, num_specs, specs, dtypes)) return false;
   int64_t work = 0;
-  for (int t = 0; t < num_tensors; ++t) work += tensors[t]->numel;
+  for (int t = 0; t < num_tensors; ++t)
+    work = SaturatedSum(work, tensors[t]->numel);
   f.work = work;
   if (num_specs == 1) {
     if (fn.has_out_arg && (args.out == nullptr || args.out == Py_None)) {
@@ -907,7 +917,7 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
         return false;
       }
     }
-    f.work += out.numel;
+    f.work = SaturatedSum(f.work, out.numel);
   }
   for (int w = 0; w < num_in_place; ++w) {
     for (int t = 0; t < num_tensors; ++t) {
@@ -919,7 +929,7 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
     }
     f.written[num_specs + w] = in_place[w];
     f.outputs[num_specs + w] = in_place[w]->view;
-    f.work += in_place[w]->numel;
+    f.work = SaturatedSum(f.work, in_place[w]->numel);
   }
   f.num_outputs = num_specs + num_in_place;
   return true;

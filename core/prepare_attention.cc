@@ -83,7 +83,9 @@ bool PrepareRotary(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   }
   const int64_t head_dim = x->view.shape[ndim - 1];
   const int64_t half = cv.shape[cv.ndim - 1];
-  if (2 * half > head_dim) {
+  // half > head_dim / 2, not 2 * half > head_dim: a stride-0 cos of size
+  // 2**62 doubles past int64 and wrapped into a check that passed.
+  if (half > head_dim / 2) {
     return RaiseError(
         PyExc_ValueError,
         fmt::format("rotary_embedding(): expected cos and sin with a last dim "
@@ -124,7 +126,7 @@ bool PrepareRotary(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   flag.kind = TF_ARG_BOOL;
   flag.value.i = interleaved ? 1 : 0;
   f.attrs[f.num_attrs++] = flag;
-  SetTensorInputs(f, {x, cos, sin}, x->numel * 2);
+  SetTensorInputs(f, {x, cos, sin}, SaturatedProduct({x->numel, 2}));
   return true;
 }
 
@@ -173,7 +175,12 @@ bool PrepareAttention(const OpFunction& fn, const ParsedArgs& args,
   if (!DeclaredAttr(op, *fn.params[5], args.values[5], q->dtype, &scale_arg)) {
     return false;
   }
-  const double scale = scale_arg.kind == TF_ARG_FLOAT
+  // With a head dim E of 0 every score is an empty dot product, 0, which
+  // torch leaves unscaled (it scales q and k, not the scores): softmax then
+  // averages v. The kernel gets scale 1, not the default's 1 / sqrt(0) = inf
+  // or a NaN, whose products with 0 would make every score NaN.
+  const double scale = E == 0 ? 1.0
+                       : scale_arg.kind == TF_ARG_FLOAT
                            ? scale_arg.value.f
                            : 1.0 / std::sqrt(static_cast<double>(E));
   if (lower_right && !is_causal) {
@@ -304,8 +311,9 @@ bool PrepareAttention(const OpFunction& fn, const ParsedArgs& args,
   f.attrs[f.num_attrs++] = FloatArg(scale);
   // Scores touched: every query row against every key, twice (q.k and p.v).
   int64_t rows = 1;
-  for (int d = 0; d < ndim - 1; ++d) rows *= out_shape[d];
-  f.work = rows * S * (E + Ev);
+  for (int d = 0; d < ndim - 1; ++d)
+    rows = SaturatedProduct({rows, out_shape[d]});
+  f.work = SaturatedProduct({rows, S, SaturatedSum(E, Ev)});
   return true;
 }
 

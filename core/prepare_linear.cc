@@ -37,7 +37,9 @@ bool Collapse(const tf_tensor& v, int first, int last, int64_t* size,
     const int64_t n = v.shape[d];
     *size *= n;
     if (n == 1) continue;
-    if (any && v.strides[d] != inner_stride * inner_size) return false;
+    if (any && v.strides[d] != SaturatedProduct({inner_stride, inner_size})) {
+      return false;
+    }
     if (!any) *stride = v.strides[d];
     any = true;
     inner_size = n;
@@ -75,7 +77,8 @@ bool LeadingAsRows(const tf_tensor& v, Split split, Rows* r) {
   // matrix would have, so that a GEMM library (which refuses a zero stride)
   // still takes it.
   if (r->m == 1)
-    r->m_stride = std::max<int64_t>(1, v.shape[lead] * v.strides[lead]);
+    r->m_stride = std::max<int64_t>(
+        1, SaturatedProduct({v.shape[lead], v.strides[lead]}));
   return ok;
 }
 
@@ -159,8 +162,11 @@ bool PrepareLinear(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   bool ok = xv.ndim == 1;
   if (ok) {
     // A 1-D input is one row (see LeadingAsRows for its stride).
-    xr = Rows{1, 0, 1, std::max<int64_t>(1, k * xv.strides[0])};
-    outr = Rows{1, 0, 1, std::max<int64_t>(1, n * f.output().strides[0])};
+    xr = Rows{1, 0, 1,
+              std::max<int64_t>(1, SaturatedProduct({k, xv.strides[0]}))};
+    outr = Rows{
+        1, 0, 1,
+        std::max<int64_t>(1, SaturatedProduct({n, f.output().strides[0]}))};
   } else {
     ok = LeadingAsRows(xv, Split::kAllInM, &xr) &&
          LeadingAsRows(f.output(), Split::kAllInM, &outr);
@@ -203,7 +209,7 @@ bool PrepareLinear(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   f.dispatch_ref = x;
   int64_t calls = 1;
   for (int d = 0; d < f.repeat.ndim; ++d) calls *= f.repeat.sizes[d];
-  f.work = calls * xr.batch * xr.m * n * (k + 1);
+  f.work = SaturatedProduct({calls, xr.batch, xr.m, n, SaturatedSum(k, 1)});
   return true;
 }
 

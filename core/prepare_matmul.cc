@@ -30,7 +30,7 @@ struct Matrix {
 // matrix would have, so that a GEMM library (which refuses a zero or
 // ambiguous stride) takes it.
 int64_t DenseStride(int64_t size, int64_t stride) {
-  return std::max<int64_t>(1, size * stride);
+  return std::max<int64_t>(1, SaturatedProduct({size, stride}));
 }
 
 // The matrix in the last two dims of `v`; a 1-D `v` is a row (as_row) or a
@@ -86,7 +86,8 @@ void MergeBatch(Batch* b) {
     const int last = merged.ndim - 1;
     bool nests = last >= 0;
     for (int t = 0; nests && t < kTensors; ++t) {
-      nests = merged.strides[t][last] == b->strides[t][d] * b->sizes[d];
+      nests = merged.strides[t][last] ==
+              SaturatedProduct({b->strides[t][d], b->sizes[d]});
     }
     if (nests) {
       merged.sizes[last] *= b->sizes[d];
@@ -218,7 +219,8 @@ bool PrepareMatmul(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   }
   int64_t count = 1;
   for (int i = 0; i < batch.ndim; ++i) count *= batch.sizes[i];
-  SetTensorInputs(f, {a, b}, count * am.rows * bm.cols * am.cols);
+  SetTensorInputs(f, {a, b},
+                  SaturatedProduct({count, am.rows, bm.cols, am.cols}));
   return true;
 }
 

@@ -68,6 +68,22 @@ bool TakeOutput(const char* op, const char* what, PyObject* out,
 bool TakeOut(const char* op, const ParsedArgs& args, CallFrame& frame,
              const TensorRef& like, DtypeIndex dtype, int ndim,
              const int64_t* shape);
+// The product of `factors` (sizes, strides, element counts), or INT64_MAX
+// where it would wrap: stride-0 views (expand) have sizes up to 2**63 - 1,
+// whose products the work estimates and stride arithmetic must not wrap.
+inline int64_t SaturatedProduct(std::initializer_list<int64_t> factors) {
+  int64_t product = 1;
+  for (int64_t f : factors) {
+    if (__builtin_mul_overflow(product, f, &product)) return INT64_MAX;
+  }
+  return product;
+}
+// a + b, or INT64_MAX where it would wrap.
+inline int64_t SaturatedSum(int64_t a, int64_t b) {
+  int64_t sum;
+  return __builtin_add_overflow(a, b, &sum) ? INT64_MAX : sum;
+}
+
 // The call's tensor inputs, in the op's order; the first keys the kernel
 // lookup. `work` (elements touched) decides whether the GIL is released.
 void SetTensorInputs(CallFrame& f, std::initializer_list<TensorRef*> inputs,

@@ -217,10 +217,11 @@ inline constexpr OpEntry kOpTable[] = {
      "mask (`TF_ARG_NONE`, or bool or q's dtype, [..., H, L, S]): one ndim "
      ">= 3, batch dims broadcast to out's (stride 0); H a multiple of Hkv, "
      "head h reads kv head h / (H / Hkv). attrs: causal, `TF_ARG_INT` (0: "
-     "none, 1: key j <= query i, 2: j <= i + S - L), scale, `TF_ARG_FLOAT`. "
-     "out: [..., H, L, Ev]. A bool mask keeps True; a row that keeps no key is "
-     "0, as in "
-     "torch (2.5 and later). "
+     "none, 1: key j <= query i, 2: j <= i + S - L), scale, `TF_ARG_FLOAT` "
+     "(the host passes 1 when E is 0: every score is then 0, unscaled, as in "
+     "torch). out: [..., H, L, Ev]. A bool mask keeps True; a row that keeps "
+     "no key is 0, as in torch (2.5 and later); a NaN scale with E and S "
+     "above 0 makes every element of out NaN, masked rows too, as in torch. "
      "Accumulate in float32."},
     // --- linear (core/prepare_linear.cc) ---
     {"linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",

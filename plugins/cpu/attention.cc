@@ -18,6 +18,7 @@
 // one allocation of a few blocks, whatever L and S are; where it fails the
 // rows above take the call.
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -137,6 +138,7 @@ inline void AttendRow(const RowArgs<T>& r, Scratch<A>& w) {
   for (int64_t j0 = 0; j0 < r.keys; j0 += kKeyBlock) {
     const int64_t len = r.keys - j0 < kKeyBlock ? r.keys - j0 : kKeyBlock;
     A block_max = kNegInf;
+    bool any_nan = false;
     for (int64_t j = 0; j < len; ++j) {
       const int64_t key = j0 + j;
       A s;
@@ -150,8 +152,11 @@ inline void AttendRow(const RowArgs<T>& r, Scratch<A>& w) {
       }
       w.scores[j] = s;
       block_max = s > block_max ? s : block_max;  // NaN poisons the sum
+      any_nan |= s != s;
     }
-    if (block_max == kNegInf) continue;  // every key of the block masked
+    // Every key of the block masked; a block of NaN scores is not skipped:
+    // its exponentials are NaN and poison the sum, as in torch.
+    if (block_max == kNegInf && !any_nan) continue;
     if (block_max > max) {
       const A correction = ExpOf(max - block_max);  // 0 for the first block
       Scale(w.acc, correction, r.ev);
@@ -223,9 +228,22 @@ struct BlockScratch {
   float *q, *k, *v, *s, *pv, *acc, *max, *sum, *block_max, *shift;
   int64_t keys[kQueryBlock];
 
+  // The floats of the blocks, or -1 where that count overflows (stride-0
+  // operands can have head dims up to 2**63 - 1).
   static int64_t Floats(int64_t e, int64_t ev) {
-    return kQueryBlock * e + kKeyBlock * (e + ev) + kKeyBlock * kQueryBlock +
-           2 * kQueryBlock * ev + 4 * kQueryBlock;
+    int64_t q, kv, e_ev, acc, total;
+    if (__builtin_mul_overflow(kQueryBlock, e, &q) ||
+        __builtin_add_overflow(e, ev, &e_ev) ||
+        __builtin_mul_overflow(kKeyBlock, e_ev, &kv) ||
+        __builtin_mul_overflow(2 * kQueryBlock, ev, &acc) ||
+        __builtin_add_overflow(q, kv, &total) ||
+        __builtin_add_overflow(total, acc, &total) ||
+        __builtin_add_overflow(total, kKeyBlock * kQueryBlock + 4 * kQueryBlock,
+                               &total) ||
+        total > PTRDIFF_MAX / static_cast<int64_t>(sizeof(float))) {
+      return -1;
+    }
+    return total;
   }
   void Carve(float* p, int64_t e, int64_t ev) {
     q = p;
@@ -414,6 +432,26 @@ TF_CPU_AVX512 TF_CPU_FLATTEN void AttendHeadAvx512(const HeadArgs<T>& h,
   AttendHead<Avx512Isa>(h, w, done);
 }
 
+// Every element of `out` (any strides) set to NaN.
+template <typename T>
+void FillNan(const tf_tensor& out) {
+  T* data = DataOf<T>(out);
+  int64_t numel = 1;
+  for (int d = 0; d < out.ndim; ++d) numel *= out.shape[d];
+  if (numel == 0) return;
+  const T nan = Store<T>(
+      static_cast<ComputeOf<T>>(std::numeric_limits<double>::quiet_NaN()));
+  int64_t index[kMaxRank + 3] = {};
+  for (int64_t i = 0; i < numel; ++i) {
+    int64_t offset = 0;
+    for (int d = 0; d < out.ndim; ++d) offset += index[d] * out.strides[d];
+    data[offset] = nan;
+    for (int d = out.ndim - 1; d >= 0 && ++index[d] == out.shape[d]; --d) {
+      index[d] = 0;
+    }
+  }
+}
+
 struct Attention {
   static constexpr const char* kName = "scaled_dot_product_attention";
   template <typename T>
@@ -451,6 +489,12 @@ struct Attention {
     const int64_t causal = call->attrs[0].value.i;
     const double scale = call->attrs[1].value.f;
     const bool bool_mask = mask != nullptr && mask->dtype.code == TF_DTYPE_BOOL;
+    if (scale != scale && E > 0 && S > 0) {
+      // Every score is NaN, masked ones too (torch adds the mask to them):
+      // every row is NaN, as in torch.
+      FillNan<T>(out);
+      return TF_OK;
+    }
 
     // Scratch: on the stack for the usual head sizes, else one allocation.
     constexpr int64_t kStackHead = 256;
@@ -460,7 +504,12 @@ struct Attention {
     A stack[4 * kStackHead];
     std::unique_ptr<A[]> heap;
     if (!on_stack) {
-      heap.reset(new (std::nothrow) A[2 * (E + Ev)]);
+      // 2 * (E + Ev) may overflow for stride-0 operands: no memory either.
+      int64_t rows = 0;
+      const bool sized = !__builtin_add_overflow(E, Ev, &rows) &&
+                         !__builtin_mul_overflow(rows, 2, &rows) &&
+                         rows <= PTRDIFF_MAX / static_cast<int64_t>(sizeof(A));
+      if (sized) heap.reset(new (std::nothrow) A[rows]);
       if (!heap) {
         return Fail(call, TF_ERROR_OUT_OF_MEMORY,
                     "scaled_dot_product_attention: no memory for the scratch "
@@ -472,9 +521,9 @@ struct Attention {
     std::unique_ptr<float[]> block_memory;
     BlockScratch blocks;
     if constexpr (std::is_same_v<A, float>) {
-      if (L >= kBlockedMinRows && S > 0 && E > 0 && Ev > 0) {
-        block_memory.reset(
-            new (std::nothrow) float[BlockScratch::Floats(E, Ev)]);
+      const int64_t floats = BlockScratch::Floats(E, Ev);
+      if (L >= kBlockedMinRows && S > 0 && E > 0 && Ev > 0 && floats > 0) {
+        block_memory.reset(new (std::nothrow) float[floats]);
         if (block_memory) blocks.Carve(block_memory.get(), E, Ev);
       }
     }

@@ -132,6 +132,14 @@ __global__ void AttentionKernel(const T* q, const T* k, const T* v,
     const T* vh = v + off[2] + kvh * a.v_head;
     const int64_t m_off = off[3] + h * a.m_head + i * a.m_row;
     T* orow = out + off[4] + h * a.o_head + i * a.o_row;
+    if (IsNan(static_cast<A>(a.scale)) && a.E > 0 && a.S > 0) {
+      // Every score is NaN, masked ones too (torch adds the mask to them):
+      // the row is NaN, as in torch. Every thread of the block takes this.
+      for (int64_t e = threadIdx.x; e < a.Ev; e += blockDim.x) {
+        orow[e * a.o_step] = FromOpMath<T>(static_cast<A>(a.scale));
+      }
+      continue;
+    }
     int64_t keys = a.S;
     if (a.causal != 0) {
       const int64_t last = a.causal == 1 ? i : i + a.S - a.L;
@@ -166,7 +174,11 @@ __global__ void AttentionKernel(const T* q, const T* k, const T* v,
         }
       }
       const A chunk_max = RowReduce<kAttentionThreads>(score, Max{});
-      if (chunk_max == NegativeInfinity<A>()) continue;  // all masked
+      // All masked: skipped. A chunk of NaN scores (a NaN query row) is
+      // not: its exponentials poison the sum and the row is NaN, as in
+      // torch. Every thread of the block reaches both reductions.
+      const bool any_nan = __syncthreads_or(IsNan(score));
+      if (chunk_max == NegativeInfinity<A>() && !any_nan) continue;
       const A new_max = chunk_max > max ? chunk_max : max;
       const A correction = Exp(max - new_max);
       const A pj = j < keys ? Exp(score - new_max) : A{0};
@@ -212,8 +224,13 @@ tf_status AttentionAs(const tf_call* call) {
   a.Ev = v.shape[n - 1];
   a.batch_count = NumElements(n - 3, out.shape);
   if (NumElements(n, out.shape) == 0) return TF_OK;
-  const size_t shared = sizeof(A) * (a.E + a.Ev + kAttentionThreads);
-  if (shared > 48 * 1024) {
+  // E and Ev bounded first: stride-0 operands may have head dims near
+  // 2**63, whose sum of bytes would wrap to a small size.
+  constexpr int64_t kShared = 48 * 1024;
+  const size_t shared = a.E > kShared || a.Ev > kShared
+                            ? kShared + 1
+                            : sizeof(A) * (a.E + a.Ev + kAttentionThreads);
+  if (shared > kShared) {
     return Fail(call, TF_ERROR_UNSUPPORTED,
                 "scaled_dot_product_attention: head dims E = %lld and Ev = "
                 "%lld need more shared memory than this kernel uses (48 KiB)",

@@ -49,6 +49,8 @@ VARIANTS = {
     21: ("decl_shadow", None),
     22: ("dbad_keyword_argument", "the argument's name 'lambda' is a Python keyword, which torchferry.ops cannot "
          "spell"),
+    23: ("decl_many", None),
+    24: ("dbad_too_many_args", "more than 16 arguments"),
 }  # fmt: skip
 BROKEN = {stem: reason for stem, reason in VARIANTS.values() if reason}
 
@@ -392,3 +394,50 @@ def test_arguments_named_like_host_internals_compile(plugin_dir):
                 (2 * x).tolist(), (-x).tolist()]
     assert r["eager"] == expected
     assert r["compiled"] == expected
+# --- as many tensors as a schema allows ----------------------------------------
+
+# decl_many's ops: each output o (returns, then the arguments written in
+# place) is (o + 1) times the sum of every tensor argument.
+MANY = """
+import json, torch, torchferry
+from torchferry import ops, plugins
+
+x = [torch.full((2, 3), float(i + 1)) for i in range({n})]
+kwargs = {{"out": torch.empty(2, 3)}} if "{op}" == "f15_out" else {{}}
+result = getattr(ops.many, "{op}")(*x, **kwargs)
+results = list(result) if isinstance(result, tuple) else [result]
+if "{op}" == "f12w4x4":
+    results += x[12:]  # written in place, after the returns
+skipped = {{s["path"].rsplit("/torchferry_", 1)[-1][:-3]: s["reason"] for s in plugins.skipped()}}
+# torch.compile's path: the same preparation on specs, without tensors.
+spec = ((2, 3), "float32")
+infer = torchferry._C._infer("many::{op}", "cpu", (spec,) * {n},
+                             spec if "{op}" == "f15_out" else None)
+print("REPORT" + json.dumps({{"results": [r.tolist() for r in results], "infer": infer,
+                             "too_many": skipped["dbad_too_many_args"]}}))
+"""
+
+
+@pytest.mark.parametrize(
+    "op, n, outputs",
+    [
+        ("f13", 13, 1),  # one past the tensors a call holds without Reserve
+        ("f15_out", 15, 1),  # 16 arguments: 15 tensors and out=
+        ("f16", 16, 1),  # the most tensor arguments a schema may have
+        ("f16x4", 16, 4),  # and the most returns: 20 tensors in one call
+        ("f12w4x4", 16, 8),  # 4 written in place and 4 returns
+    ],
+)
+def test_a_declared_op_takes_every_tensor_count_a_schema_allows(plugin_dir, op, n, outputs):
+    # Each count in its own process: writing past the call's room for
+    # tensors was a segfault or a heap corruption.
+    r = run(plugin_dir, MANY.format(op=op, n=n))
+    total = float(sum(range(1, n + 1)))
+    assert len(r["results"]) == outputs
+    for o, got in enumerate(r["results"]):
+        assert got == torch.full((2, 3), (o + 1) * total).tolist(), (op, o)
+    returns = 4 if outputs > 1 else 1
+    assert r["infer"] == ([[[2, 3], "float32"]] * returns if returns > 1 else [[2, 3], "float32"])
+    # Past the counts above, a schema (20 tensors here) is refused at load,
+    # naming the limit.
+    assert "more than 16 arguments" in r["too_many"], r["too_many"]

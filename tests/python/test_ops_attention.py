@@ -332,6 +332,79 @@ def test_sdpa_query_chunk_large_scores_and_nan():
     assert torch.isnan(out).all() and torch.isnan(F.scaled_dot_product_attention(q, k, v)).all()
 
 
+# Edge values of the scores, on both kernel paths: rows one at a time (under
+# 16 queries) and query blocks (16 or more).
+EDGE_ROWS = (3, 20)
+
+
+def _wide(mask, wide):
+    return mask.to(wide) if mask is not None and mask.is_floating_point() else mask
+
+
+def _edge_masks(L, S, dtype):
+    keep = torch.ones(L, S, dtype=torch.bool)
+    keep[0] = False  # a fully masked row
+    keep[1, 2:] = False
+    additive = torch.zeros(L, S, dtype=dtype)
+    additive[1] = float("-inf")
+    return {"none": None, "bool": keep, "additive": additive}
+
+
+@pytest.mark.parametrize("mask", ["none", "bool", "additive", "causal"])
+@pytest.mark.parametrize("dtype", dtypes("scaled_dot_product_attention"))
+def test_sdpa_head_dim_0_averages_value_as_in_torch(dtype, mask):
+    # Every score is the empty dot product 0, whatever the scale: softmax
+    # averages v over the keys each row keeps (torch's answer), not 0.
+    wide = torch.float64 if dtype == torch.float64 else torch.float32  # torch's reference
+    causal = mask == "causal"
+    for L in EDGE_ROWS:
+        q, k, v = _qkv([(1, 2, L, 0), (1, 2, 5, 0), (1, 2, 5, 4)], dtype)
+        m = None if causal else _edge_masks(L, 5, dtype)[mask]
+        for scale in (None, 0.5, float("nan"), float("inf")):
+            out = ops.scaled_dot_product_attention(q, k, v, m, is_causal=causal, scale=scale)
+            expected = F.scaled_dot_product_attention(
+                q.to(wide), k.to(wide), v.to(wide), _wide(m, wide), is_causal=causal, scale=scale
+            ).to(dtype)
+            assert not torch.isnan(expected).any()
+            assert_matches(out, expected, reduce=True)
+            if mask == "none":
+                mean = v.to(wide).mean(-2, keepdim=True).expand(1, 2, L, 4)
+                assert_matches(out, mean.to(dtype), reduce=True)
+
+
+@pytest.mark.parametrize("mask", ["none", "bool", "additive", "causal"])
+@pytest.mark.parametrize("dtype", dtypes("scaled_dot_product_attention"))
+def test_sdpa_nan_scale_is_nan_everywhere_as_in_torch(dtype, mask):
+    wide = torch.float64 if dtype == torch.float64 else torch.float32
+    causal = mask == "causal"
+    nan = float("nan")
+    for L in EDGE_ROWS:
+        q, k, v = _qkv([(1, 2, L, 8), (1, 2, 5, 8), (1, 2, 5, 4)], dtype)
+        m = None if causal else _edge_masks(L, 5, dtype)[mask]
+        out = ops.scaled_dot_product_attention(q, k, v, m, is_causal=causal, scale=nan)
+        expected = F.scaled_dot_product_attention(
+            q.to(wide), k.to(wide), v.to(wide), _wide(m, wide), is_causal=causal, scale=nan
+        )
+        assert torch.isnan(expected).all()  # masked rows too: torch adds the mask to NaN
+        assert torch.isnan(out).all(), (L, out)
+        # No key at all: nothing to be NaN, 0 as in torch.
+        out = ops.scaled_dot_product_attention(q, k[:, :, :0], v[:, :, :0], scale=nan)
+        expected = F.scaled_dot_product_attention(
+            q.to(wide), k[:, :, :0].to(wide), v[:, :, :0].to(wide), scale=nan
+        )
+        assert_matches(out, expected.to(dtype))
+
+
+def test_sdpa_a_nan_query_row_is_nan_on_both_paths():
+    for L in EDGE_ROWS:
+        q, k, v = _qkv([(1, 1, L, 8), (1, 1, 5, 8), (1, 1, 5, 4)], torch.float32)
+        q[0, 0, 1, :] = float("nan")  # every score of row 1 is NaN
+        out = ops.scaled_dot_product_attention(q, k, v)
+        expected = F.scaled_dot_product_attention(q, k, v)
+        assert torch.isnan(expected[0, 0, 1]).all() and not torch.isnan(expected[0, 0, 0]).any()
+        assert_matches(out, expected, reduce=True)
+
+
 def test_sdpa_large_scores_stay_finite():
     # The online softmax subtracts the running maximum: scores near 1e4 must
     # not overflow exp.

@@ -41,7 +41,10 @@
 #define OPTIONAL_IN_PLACE 20
 #define SHADOWING_NAMES 21 /* correct: arguments named as host internals */
 #define KEYWORD_ARGUMENT 22
+#define MANY 23 /* correct: ops with as many tensors as a schema allows */
+#define TOO_MANY_ARGS 24
 
+#if FLAW != MANY
 /* out = scale * x (+ 1 for the SAME_SCHEMA plugin, to tell them apart). */
 static tf_status twice(const tf_call* call) {
   const tf_tensor* x = call->inputs[0].value.tensor;
@@ -62,6 +65,7 @@ static tf_status twice(const tf_call* call) {
   }
   return TF_OK;
 }
+#endif
 
 static tf_status same_as_x(const tf_call* call, tf_tensor_spec* specs,
                            int32_t num_specs) {
@@ -234,6 +238,51 @@ static tf_status infer_wrong_shape(const tf_call* call, tf_tensor_spec* specs,
 }
 #endif
 
+#if FLAW == MANY
+/* Every output (returns, then arguments written in place) gets (o + 1) times
+   the sum of every input, element by element: each input's element is read
+   before any output's is written, so the in-place ones may alias inputs. */
+static tf_status sum_all(const tf_call* call) {
+  const tf_tensor* x = call->inputs[0].value.tensor;
+  int64_t n = 1;
+  int64_t e;
+  int32_t i, d;
+  for (d = 0; d < x->ndim; ++d) n *= x->shape[d];
+  for (i = 0; i < call->num_inputs; ++i) {
+    if (!(call->inputs[i].value.tensor->flags & TF_TENSOR_CONTIGUOUS)) {
+      return call->host->set_error(call->error_sink, TF_ERROR_UNSUPPORTED,
+                                   "contiguous tensors only");
+    }
+  }
+  for (i = 0; i < call->num_outputs; ++i) {
+    if (!(call->outputs[i].flags & TF_TENSOR_CONTIGUOUS)) {
+      return call->host->set_error(call->error_sink, TF_ERROR_UNSUPPORTED,
+                                   "contiguous tensors only");
+    }
+  }
+  for (e = 0; e < n; ++e) {
+    float sum = 0;
+    for (i = 0; i < call->num_inputs; ++i) {
+      sum += ((const float*)call->inputs[i].value.tensor->data)[e];
+    }
+    for (i = 0; i < call->num_outputs; ++i) {
+      ((float*)call->outputs[i].data)[e] = (float)(i + 1) * sum;
+    }
+  }
+  return TF_OK;
+}
+static tf_status all_like_x(const tf_call* call, tf_tensor_spec* specs,
+                            int32_t num_specs) {
+  int32_t i;
+  if (num_specs < 1) return TF_OK;
+  for (i = 0; i < num_specs; ++i) {
+    tf_status s = same_as_x(call, specs + i, 1);
+    if (s != TF_OK) return s;
+  }
+  return TF_OK;
+}
+#endif
+
 #define DECL(name, schema, infer) \
   { sizeof(tf_op_decl), name, schema, infer, "a test op" }
 #define KERNEL(op, fn) \
@@ -312,6 +361,34 @@ static const tf_op_decl ops[] = {
 };
 static const tf_kernel kernels[] = {KERNEL("shadow::mix", mix),
                                     KERNEL("shadow::scale", twice)};
+#elif FLAW == MANY
+/* The tensors a0 to a11, and a12 to a15. */
+#define A0_11                                                          \
+  "Tensor a0, Tensor a1, Tensor a2, Tensor a3, Tensor a4, Tensor a5, " \
+  "Tensor a6, Tensor a7, Tensor a8, Tensor a9, Tensor a10, Tensor a11, "
+#define A12_15 "Tensor a12, Tensor a13, Tensor a14, Tensor a15"
+static const tf_op_decl ops[] = {
+    DECL("many::f13", "many::f13(" A0_11 "Tensor a12) -> Tensor", all_like_x),
+    DECL("many::f16", "many::f16(" A0_11 A12_15 ") -> Tensor", all_like_x),
+    DECL("many::f15_out",
+         "many::f15_out(" A0_11
+         "Tensor a12, Tensor a13, Tensor a14, *, Tensor(a!) out) -> "
+         "Tensor(a!)",
+         all_like_x),
+    DECL("many::f16x4",
+         "many::f16x4(" A0_11 A12_15 ") -> (Tensor, Tensor, Tensor, Tensor)",
+         all_like_x),
+    DECL("many::f12w4x4",
+         "many::f12w4x4(" A0_11
+         "Tensor(a!) w0, Tensor(b!) w1, Tensor(c!) w2, Tensor(d!) w3) "
+         "-> (Tensor, Tensor, Tensor, Tensor)",
+         all_like_x),
+};
+static const tf_kernel kernels[] = {
+    KERNEL("many::f13", sum_all),     KERNEL("many::f16", sum_all),
+    KERNEL("many::f15_out", sum_all), KERNEL("many::f16x4", sum_all),
+    KERNEL("many::f12w4x4", sum_all),
+};
 #elif FLAW == SAME_SCHEMA || FLAW == CONFLICT
 static const tf_op_decl ops[] = {
     DECL("decl::twice",
@@ -360,6 +437,14 @@ static const tf_op_decl ops[] = {
     DECL("dbad::f",
          "dbad::f(Tensor x, Tensor(a!) p, Tensor(b!) q, Tensor(c!) r, "
          "Tensor(d!) s, Tensor(e!) t) -> (Tensor, Tensor, Tensor, Tensor)",
+         same_as_x),
+#elif FLAW == TOO_MANY_ARGS
+    /* 20 tensors: past the 16 arguments a schema may have. */
+    DECL("dbad::f",
+         "dbad::f(Tensor a0, Tensor a1, Tensor a2, Tensor a3, Tensor a4, "
+         "Tensor a5, Tensor a6, Tensor a7, Tensor a8, Tensor a9, Tensor a10, "
+         "Tensor a11, Tensor a12, Tensor a13, Tensor a14, Tensor a15, "
+         "Tensor a16, Tensor a17, Tensor a18, Tensor a19) -> Tensor",
          same_as_x),
 #elif FLAW == OPTIONAL_IN_PLACE
     DECL("dbad::f", "dbad::f(Tensor x, Tensor(a!)? acc) -> ()", same_as_x),
