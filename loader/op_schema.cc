@@ -13,6 +13,16 @@ bool IsIdentStart(char c) { return (c >= 'a' && c <= 'z') || c == '_'; }
 bool IsIdentChar(char c) { return IsIdentStart(c) || (c >= '0' && c <= '9'); }
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n'; }
 
+// Python's keywords that [a-z_][a-z0-9_]* can spell (keyword.kwlist less
+// None, True and False). Soft keywords (match, case, type, _) stay names.
+constexpr std::string_view kPythonKeywords[] = {
+    "and",      "as",       "assert", "async", "await",  "break",  "class",
+    "continue", "def",      "del",    "elif",  "else",   "except", "finally",
+    "for",      "from",     "global", "if",    "import", "in",     "is",
+    "lambda",   "nonlocal", "not",    "or",    "pass",   "raise",  "return",
+    "try",      "while",    "with",   "yield",
+};
+
 // A recursive-descent reader over the schema text. Every method either
 // consumes what it names and returns true, or sets the error (the first one
 // wins) and returns false.
@@ -284,6 +294,12 @@ class Parser {
         SkipSpace();
         const size_t name_at = pos_;
         if (!Ident(&a.name, "the argument's name")) return false;
+        if (const std::string problem = PythonNameProblem(a.name);
+            !problem.empty()) {
+          return FailAt(name_at, fmt::format("the argument name '{}' {}; "
+                                             "expected another name",
+                                             a.name, problem));
+        }
         if (s->FindArg(a.name) >= 0) {
           return FailAt(name_at,
                         fmt::format("a second argument called '{}'", a.name));
@@ -433,6 +449,20 @@ const char* ArgTypeName(ArgType type) {
       return "Scalar";
   }
   return "?";
+}
+
+std::string PythonNameProblem(std::string_view name) {
+  for (std::string_view keyword : kPythonKeywords) {
+    if (name == keyword) {
+      return "is a Python keyword, which Python code cannot write as a name";
+    }
+  }
+  if (name.size() >= 2 && name.substr(0, 2) == "__" &&
+      name.substr(name.size() - 2) == "__") {
+    return "is a dunder name (__x__), which Python keeps for its own "
+           "attributes";
+  }
+  return "";
 }
 
 std::string DefaultText(const SchemaDefault& value) {

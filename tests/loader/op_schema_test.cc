@@ -179,3 +179,18 @@ TEST_CASE("every built-in op's schema parses and names its entry", "[schema]") {
   static_assert(static_cast<int>(OpOf("abs")) == 0);
   CHECK(OpIndex("no_such_op") == -1);
 }
+
+TEST_CASE("an argument name is one Python can pass by keyword", "[schema]") {
+  CHECK(Refusal("f(Tensor x, float lambda=1.0) -> Tensor") ==
+        "at column 19: the argument name 'lambda' is a Python keyword, which "
+        "Python code cannot write as a name; expected another name");
+  CHECK(Refusal("f(Tensor x, *, int __debug__=0) -> Tensor")
+            .find("the argument name '__debug__' is a dunder name") !=
+        std::string::npos);
+  CHECK(
+      Refusal("f(Tensor from) -> Tensor").find("'from' is a Python keyword") !=
+      std::string::npos);
+  OpSchema s;
+  std::string error;
+  CHECK(ParseSchema("f(Tensor x, int match=0, int _=1) -> Tensor", &s, &error));
+}
