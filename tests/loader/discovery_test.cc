@@ -262,3 +262,25 @@ TEST_CASE("options from the environment", "[discovery]") {
   CHECK(options.search_path == std::vector<std::string>{"/package/plugins"});
   CHECK(options.selection.empty());
 }
+
+TEST_CASE("one file reached twice is loaded once", "[discovery]") {
+  TempDir dir;
+  // The same file through a second path entry and through a symlink.
+  const std::filesystem::path link = dir.path() / "torchferry_good_link.so";
+  std::filesystem::create_symlink(Synthetic("good"), link);
+  Registry registry;
+  registry.Load(
+      {{Synthetic("good"), Synthetic("good"), dir.str()}, "", LogLevel::kWarn});
+  CHECK(LoadedNames(registry) == std::vector<std::string>{"good"});
+  // Each further path is listed, saying it is the same file, not a second
+  // plugin of the same name.
+  REQUIRE(registry.skipped().size() == 2);
+  CHECK(registry.skipped()[0].path == Synthetic("good"));
+  CHECK(registry.skipped()[1].path == link.string());
+  for (const Skipped& s : registry.skipped()) {
+    CHECK_THAT(s.reason, Catch::Contains("the file '" + Synthetic("good") +
+                                         "' reached again on the search "
+                                         "path; loaded once"));
+    CHECK_THAT(s.reason, !Catch::Contains("already loaded"));
+  }
+}
