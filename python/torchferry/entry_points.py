@@ -33,6 +33,14 @@ def _text(value):
     return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\0", "\\x00")
 
 
+def _message(error):
+    """str(error), or a stand-in when the vendor's exception cannot say."""
+    try:
+        return str(error)
+    except BaseException:  # noqa: B036  (its __str__ is the vendor's code too)
+        return "(its message could not be read)"
+
+
 def _group():
     from importlib import metadata
 
@@ -111,10 +119,12 @@ def resolve():
         record = {"name": _text(entry.name), "value": _text(entry.value), "distribution": _text(dist)}
         try:
             path = _path_of(entry)
-        except (Exception, SystemExit) as e:  # a vendor's import may even call sys.exit
+        except KeyboardInterrupt:
+            raise  # the user's, not the vendor's
+        except BaseException as e:  # a vendor's import may even call sys.exit
             reason = _text(
                 f"entry point {entry.name} = {entry.value} of {dist} in group '{GROUP}' names no "
-                f"usable plugin: {type(e).__name__}: {e}"
+                f"usable plugin: {type(e).__name__}: {_message(e)}"
             )
             unresolved.append((_text(f"entry point {entry.name} = {entry.value}"), "", reason))
             records.append({**record, "path": None, "error": reason})
