@@ -15,9 +15,13 @@ distributions') and takes `attr`, calling it when it is callable. The paths
 go to the loader at import, after TORCHFERRY_PLUGIN_PATH and before the
 package's own plugins, and are then found, selected (TORCHFERRY_PLUGINS),
 shadowed and listed like any other. An entry point that names nothing usable
-(its module fails to import, the callable raises, a value of the wrong type,
-a path that does not exist) is a skipped plugin with the reason, never an
-import failure of torchferry.
+(its module fails to import, the module or the callable raises, even a
+BaseException such as SystemExit, KeyboardInterrupt aside; a value of the
+wrong type, a path that does not exist) is a skipped plugin with the reason,
+never an import failure of torchferry. Code that runs here runs inside
+`import torchferry`, before plugins are loaded: it may import torchferry's
+modules, and a query such as torchferry.plugins.loaded() raises saying that
+torchferry is still loading its plugins.
 """
 
 import importlib.util
