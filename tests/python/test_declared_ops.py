@@ -410,9 +410,12 @@ from torchferry import ops, plugins
 
 x = torch.tensor([-1.0, 2.0, -3.0])
 compiled = torch.compile(lambda t: ops.mul(ops.abs(t), 2.0), backend="eager", fullgraph=True)
+# Argument names that torchferry.library's own code might have used.
+shadow = torch.compile(lambda t: ops.decl.shadow(t, _call=3.0, _op=1.0), backend="eager", fullgraph=True)
 print("REPORT" + json.dumps({
     "loaded": [p["name"] for p in plugins.loaded()],
     "compiled": compiled(x).tolist(),
+    "shadow": shadow(x).tolist(),
 }))
 """
 
@@ -424,6 +427,7 @@ def test_keyword_names_do_not_break_torch_compile_of_other_ops(plugin_dir):
     r = run(plugin_dir, COMPILE_REPORT, TORCHFERRY_PLUGINS=selected)
     assert not {"dbad_op_keyword", "dbad_ns_keyword", "dbad_arg_keyword"} & set(r["loaded"])
     assert r["compiled"] == [2.0, 4.0, 6.0]
+    assert r["shadow"] == [-3.0, 6.0, -9.0]
 
 
 # --- a re-imported torchferry keeps the declared ops ---------------------------

@@ -283,6 +283,10 @@ static const tf_op_decl ops[] = {
     DECL("decl::accumulate_twice",
          "decl::accumulate_twice(Tensor x, Tensor(a!) acc) -> Tensor",
          infer_same_shapes),
+    /* Argument names that the host's own Python code might use. */
+    DECL("decl::shadow",
+         "decl::shadow(Tensor x, *, float _call=2.0, float _op=0.0) -> Tensor",
+         same_as_x),
 };
 static const tf_kernel kernels[] = {
     KERNEL("decl::twice", twice),
@@ -296,6 +300,7 @@ static const tf_kernel kernels[] = {
     KERNEL("decl::scaled_and_sum", scaled_and_sum),
     KERNEL("decl::accumulate", accumulate),
     KERNEL("decl::accumulate_twice", accumulate_twice),
+    KERNEL("decl::shadow", twice), /* scale is attrs[0]: _call */
 };
 #elif FLAW == DOC_LONG
 static const tf_op_decl ops[] = {
