@@ -207,14 +207,15 @@ typedef tf_status (*tf_infer_fn)(const tf_call* call, tf_tensor_spec* specs,
 
 typedef struct tf_op_decl {
   size_t struct_size;
-  /* "namespace::name", each part [a-z_][a-z0-9_]*, 1 to 63 characters; the
-     namespace is the vendor's (the plugin's name is a good choice). */
+  /* "namespace::name", each part [a-z_][a-z0-9_]*, 1 to 63 characters, not
+     a Python keyword nor a dunder name (__x__); the namespace is the
+     vendor's (the plugin's name is a good choice). */
   const char* name;
   /* torch's schema language, the name included (ABI.md "Declared ops"):
      "acme::fused_gelu(Tensor x, *, float approximate=0.0) -> Tensor". */
   const char* schema;
   tf_infer_fn infer; /* never NULL */
-  const char* doc;   /* one line for Python's help(); may be NULL */
+  const char* doc;   /* one line for Python's help(), UTF-8; may be NULL */
 } tf_op_decl;
 
 /* ---------------------------------------------------------------------------

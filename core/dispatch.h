@@ -27,6 +27,10 @@ bool ParseStream(PyObject* stream, StreamArg* result);
 
 // False with a RuntimeError until `import torchferry` has started the bridge.
 bool EnsureInitialized();
+// Set while `import torchferry` resolves entry points and loads plugins, so
+// that a query made then says so instead of blaming how torchferry was
+// imported.
+void SetLoading(bool loading);
 // EnsureInitialized, and every plugin loaded: a call from inside a plugin's
 // init (which runs while plugins load) would see only part of the registry.
 bool EnsureReady(const char* op);

@@ -79,6 +79,21 @@ bool EntryPointArgs(PyObject* resolved, PyObject* unresolved,
   return true;
 }
 
+// Sets every op's function on `module` and on the torchferry._C that
+// sys.modules holds. They differ after a re-import: the rebuilt module's
+// functions (this one included) are still bound to the first module object.
+bool AddOpFunctionsEverywhere(PyObject* module) {
+  if (!AddOpFunctions(module)) return false;
+  PyObject* name = PyUnicode_FromString("torchferry._C");
+  if (name == nullptr) return false;
+  PyObject* current = PyImport_GetModule(name);
+  Py_DECREF(name);
+  if (current == nullptr) return !PyErr_Occurred();
+  const bool ok = current == module || AddOpFunctions(current);
+  Py_DECREF(current);
+  return ok;
+}
+
 PyObject* Init(PyObject* module, PyObject* args) {
   PyObject* torch_module;
   const char* torch_version;
@@ -96,7 +111,13 @@ PyObject* Init(PyObject* module, PyObject* args) {
                       &unresolved_entry_points)) {
     return nullptr;
   }
-  if (Bridge::Get().initialized()) Py_RETURN_NONE;
+  if (Bridge::Get().initialized()) {
+    // importlib.reload(torchferry), or a re-import after torchferry's
+    // entries left sys.modules: the plugins stay loaded, and a rebuilt
+    // module gets the declared ops' functions back.
+    if (!AddOpFunctionsEverywhere(module)) return nullptr;
+    Py_RETURN_NONE;
+  }
   if (!Bridge::Get().Init(torch_module, torch_version) ||
       !InitGradCheck(torch_module) ||
       !InitOutAlloc(torch_module, Bridge::Get().library())) {
@@ -118,9 +139,29 @@ PyObject* Init(PyObject* module, PyObject* args) {
   g_load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  if (!InitDeclaredOps(*g_registry) || !AddOpFunctions(module)) return nullptr;
+  if (!InitDeclaredOps(*g_registry) || !AddOpFunctionsEverywhere(module)) {
+    return nullptr;
+  }
   Dispatcher::Get().Attach(g_registry);
   Py_RETURN_NONE;
+}
+
+PyObject* SetLoadingFlag(PyObject*, PyObject* arg) {
+  const int loading = PyObject_IsTrue(arg);
+  if (loading < 0) return nullptr;
+  SetLoading(loading != 0);
+  Py_RETURN_NONE;
+}
+
+PyObject* OpFunctions(PyObject*, PyObject*) { return FunctionsDict(); }
+
+// One dict for the process, for Python state that must outlive the modules
+// holding it (torchferry.library's torch library: torch refuses to define
+// its namespace twice, and a re-imported torchferry must find it again).
+PyObject* State(PyObject*, PyObject*) {
+  static PyObject* state = PyDict_New();  // kept with the process
+  Py_XINCREF(state);
+  return state;
 }
 
 // --- bridge ------------------------------------------------------------------
@@ -449,6 +490,12 @@ PyMethodDef g_methods[] = {
     {"_init", TF_CFUNC(Init), METH_VARARGS,
      "_init(torch, torch_version, plugin_dir[, entry_points, unresolved]): "
      "start the bridge and load plugins"},
+    {"_set_loading", TF_CFUNC(SetLoadingFlag), METH_O,
+     "_set_loading(flag): torchferry's import is (not) loading plugins"},
+    {"_functions", TF_CFUNC(OpFunctions), METH_NOARGS,
+     "_functions(): {name: function} of every op, declared ones included"},
+    {"_state", TF_CFUNC(State), METH_NOARGS,
+     "_state(): a dict that lives as long as the process"},
     {"_bridge_path", TF_CFUNC(BridgePathNow), METH_NOARGS, nullptr},
     {"_set_bridge_path", TF_CFUNC(SetBridgePath), METH_O, nullptr},
     {"_bridge_counts", TF_CFUNC(BridgeCounts), METH_NOARGS, nullptr},

@@ -280,12 +280,25 @@ const OpFunction& Function(OpId op) {
   return Functions()[static_cast<size_t>(op)];
 }
 
+namespace {
+
+// name -> function of every op derived so far, kept with the process. A
+// module object does not hold them reliably: re-importing torchferry._C
+// (after its entries left sys.modules) gives a module rebuilt from what its
+// init left, without the declared ops added later.
+PyObject* g_functions = nullptr;
+
+}  // namespace
+
 bool AddOpFunctions(PyObject* module) {
   static PyType_Slot slots[] = {{0, nullptr}};
   static PyType_Spec spec = {"torchferry._C.OpHandle", sizeof(OpHandle), 0,
                              Py_TPFLAGS_DEFAULT, slots};
   static PyObject* type = PyType_FromSpec(&spec);  // kept with the process
   if (type == nullptr) return false;
+  if (g_functions == nullptr && (g_functions = PyDict_New()) == nullptr) {
+    return false;
+  }
   // The method defs must outlive the functions: kept with the process.
   static auto* defs = new std::deque<PyMethodDef>();
   static size_t added = 0;  // built-in ops at import, declared ones at _init
@@ -310,14 +323,25 @@ bool AddOpFunctions(PyObject* module) {
     reinterpret_cast<OpHandle*>(handle)->fn = &fn;
     PyObject* function = PyCFunction_NewEx(&defs->back(), handle, module_name);
     Py_DECREF(handle);  // the function holds it
-    // Declared ops keep their "namespace::name" here; torchferry.ops puts
-    // them under torchferry.ops.<namespace>.
     ok = function != nullptr &&
-         PyModule_AddObject(module, fn.name.c_str(), function) == 0;
-    if (!ok) Py_XDECREF(function);
+         PyDict_SetItemString(g_functions, fn.name.c_str(), function) == 0;
+    Py_XDECREF(function);
   }
   Py_XDECREF(module_name);
+  // Declared ops keep their "namespace::name" here; torchferry.ops puts
+  // them under torchferry.ops.<namespace>. Every call sets all of them, so
+  // that a module rebuilt by a re-import has the declared ops again.
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  while (ok && PyDict_Next(g_functions, &pos, &key, &value)) {
+    ok = PyObject_SetAttr(module, key, value) == 0;
+  }
   return ok;
+}
+
+PyObject* FunctionsDict() {
+  if (g_functions == nullptr) return PyDict_New();
+  return PyDict_Copy(g_functions);
 }
 
 PyObject* SchemasList() {

@@ -46,7 +46,14 @@ bool InitDeclaredOps(const Registry& registry);
 
 // Adds one function per op to `module`, each a METH_FASTCALL C function whose
 // self carries its OpFunction: no tuple, dict or Python frame per call.
+// Adds the functions of ops derived since the last call and sets every op's
+// function on `module` again (a re-imported module has lost the declared
+// ones).
 bool AddOpFunctions(PyObject* module);
+
+// torchferry._C._functions(): {name: function} of every op, from state the
+// process keeps, whatever module object asks.
+PyObject* FunctionsDict();
 
 // torchferry.ops.schemas(): one dict per op, in the table's order.
 PyObject* SchemasList();

@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <string_view>
 
 namespace torchferry {
 namespace {
@@ -14,22 +13,15 @@ bool IsIdentStart(char c) { return (c >= 'a' && c <= 'z') || c == '_'; }
 bool IsIdentChar(char c) { return IsIdentStart(c) || (c >= '0' && c <= '9'); }
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n'; }
 
-// Python's keywords that the identifier grammar above can spell: an op,
-// namespace or argument so named could not be reached as
-// torchferry.ops.<namespace>.<name>(<argument>=...), and the function
-// torch.compile traces in its place could not be written.
-bool IsPythonKeyword(std::string_view name) {
-  static constexpr std::string_view kKeywords[] = {
-      "and",      "as",       "assert", "async", "await",  "break",  "class",
-      "continue", "def",      "del",    "elif",  "else",   "except", "finally",
-      "for",      "from",     "global", "if",    "import", "in",     "is",
-      "lambda",   "nonlocal", "not",    "or",    "pass",   "raise",  "return",
-      "try",      "while",    "with",   "yield"};
-  for (std::string_view k : kKeywords) {
-    if (name == k) return true;
-  }
-  return false;
-}
+// Python's keywords that [a-z_][a-z0-9_]* can spell (keyword.kwlist less
+// None, True and False). Soft keywords (match, case, type, _) stay names.
+constexpr std::string_view kPythonKeywords[] = {
+    "and",      "as",       "assert", "async", "await",  "break",  "class",
+    "continue", "def",      "del",    "elif",  "else",   "except", "finally",
+    "for",      "from",     "global", "if",    "import", "in",     "is",
+    "lambda",   "nonlocal", "not",    "or",    "pass",   "raise",  "return",
+    "try",      "while",    "with",   "yield",
+};
 
 // A recursive-descent reader over the schema text. Every method either
 // consumes what it names and returns true, or sets the error (the first one
@@ -118,27 +110,13 @@ class Parser {
 
   bool Name(OpSchema* s) {
     std::string first;
-    SkipSpace();
-    size_t at = pos_;
     if (!Ident(&first, "the op's name")) return false;
     if (Take("::")) {
       s->ns = first;
-      if (!NotKeyword(at, s->ns, "the namespace")) return false;
-      SkipSpace();
-      at = pos_;
-      return Ident(&s->name, "the op's name after '::'") &&
-             NotKeyword(at, s->name, "the op's name");
+      return Ident(&s->name, "the op's name after '::'");
     }
     s->name = first;
-    return NotKeyword(at, s->name, "the op's name");
-  }
-
-  bool NotKeyword(size_t at, const std::string& name, std::string_view what) {
-    if (!IsPythonKeyword(name)) return true;
-    return FailAt(at, fmt::format("{} '{}' is a Python keyword, which "
-                                  "torchferry.ops cannot spell; expected "
-                                  "another name",
-                                  what, name));
+    return true;
   }
 
   // After `Tensor`: an optional (a) or (a!) annotation.
@@ -315,9 +293,12 @@ class Parser {
         if (!Type(&a.type, &a.optional, &a.alias, &a.written)) return false;
         SkipSpace();
         const size_t name_at = pos_;
-        if (!Ident(&a.name, "the argument's name") ||
-            !NotKeyword(name_at, a.name, "the argument's name")) {
-          return false;
+        if (!Ident(&a.name, "the argument's name")) return false;
+        if (const std::string problem = PythonNameProblem(a.name);
+            !problem.empty()) {
+          return FailAt(name_at, fmt::format("the argument name '{}' {}; "
+                                             "expected another name",
+                                             a.name, problem));
         }
         if (s->FindArg(a.name) >= 0) {
           return FailAt(name_at,
@@ -468,6 +449,20 @@ const char* ArgTypeName(ArgType type) {
       return "Scalar";
   }
   return "?";
+}
+
+std::string PythonNameProblem(std::string_view name) {
+  for (std::string_view keyword : kPythonKeywords) {
+    if (name == keyword) {
+      return "is a Python keyword, which Python code cannot write as a name";
+    }
+  }
+  if (name.size() >= 2 && name.substr(0, 2) == "__" &&
+      name.substr(name.size() - 2) == "__") {
+    return "is a dunder name (__x__), which Python keeps for its own "
+           "attributes";
+  }
+  return "";
 }
 
 std::string DefaultText(const SchemaDefault& value) {

@@ -95,6 +95,13 @@ constexpr std::string_view SchemaName(std::string_view text) {
   return text.substr(0, paren == std::string_view::npos ? 0 : paren);
 }
 
+// Why `name`, an identifier of [a-z_][a-z0-9_]*, cannot be what Python code
+// writes for a declared op's namespace, name or argument, or "" when it can.
+// A keyword (lambda) is a SyntaxError as an attribute or a parameter
+// (torchferry.ops.acme.lambda, def f(x, lambda)); a dunder name (__class__,
+// __name__, __all__) is one every Python object or module already has.
+std::string PythonNameProblem(std::string_view name);
+
 // A default as Python writes it: None, True, 1, 1e-06, 0.5.
 std::string DefaultText(const SchemaDefault& value);
 

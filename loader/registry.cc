@@ -2,9 +2,11 @@
 // plugin it accepted, explains every one it did not, and answers which kernel
 // serves an (op, device type, dtype).
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <exception>
+#include <map>
 #include <unordered_map>
 
 #include "loader/discovery.h"
@@ -93,6 +95,7 @@ void Registry::Load(const LoaderOptions& options) {
     for (const Skipped& entry : unusable) {
       impl_->Skip(entry.path, entry.name, entry.reason);
     }
+    std::map<std::pair<dev_t, ino_t>, std::string> seen;
     for (const std::string& path : files) {
       const std::string stem = PluginStem(path);
       if (!IsSelected(options.selection, stem)) {
@@ -103,6 +106,23 @@ void Registry::Load(const LoaderOptions& options) {
                                 options.selection),
                     LogLevel::kDebug);
         continue;
+      }
+      // One file reached twice (a folder on TORCHFERRY_PLUGIN_PATH that an
+      // entry point also names, a symlink to it) is one plugin: loaded once,
+      // and the second path listed with why, at debug level (nothing is
+      // wrong).
+      struct stat info;
+      if (::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode)) {
+        const auto [first, inserted] =
+            seen.emplace(std::pair{info.st_dev, info.st_ino}, path);
+        if (!inserted) {
+          impl_->Skip(path, "",
+                      fmt::format("{}: the file '{}' reached again on the "
+                                  "search path; loaded once",
+                                  path, first->second),
+                      LogLevel::kDebug);
+          continue;
+        }
       }
       LoadFile(path);
     }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include "loader/known_values.h"
 #include "loader/op_table.h"
@@ -49,6 +50,55 @@ std::string Quoted(std::string_view s) {
 }
 
 constexpr size_t kMaxOpNameLength = 63;
+
+// The length of the well-formed UTF-8 that `s` starts with, by Python's
+// rules (no overlong forms, no surrogates, nothing past U+10FFFF): the host
+// hands a declared op's doc to Python, which refuses anything else.
+size_t Utf8ValidPrefix(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n;
+    unsigned char lo = 0x80, hi = 0xbf;  // the second byte's range
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xc2 && c <= 0xdf) {
+      n = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      n = 3;
+      if (c == 0xe0) lo = 0xa0;  // overlong
+      if (c == 0xed) hi = 0x9f;  // surrogates
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      n = 4;
+      if (c == 0xf0) lo = 0x90;  // overlong
+      if (c == 0xf4) hi = 0x8f;  // past U+10FFFF
+    } else {
+      return i;
+    }
+    if (i + n > s.size()) return i;
+    for (size_t k = 1; k < n; ++k) {
+      const unsigned char t = static_cast<unsigned char>(s[i + k]);
+      if (k == 1 ? (t < lo || t > hi) : (t < 0x80 || t > 0xbf)) return i;
+    }
+    i += n;
+  }
+  return i;
+}
+
+// `text` cut to at most `max` bytes without splitting a UTF-8 character:
+// the bytes of a character that the cut would split go with it.
+std::string_view CutAtCharacter(std::string_view text, size_t max) {
+  if (text.size() <= max) return text;
+  size_t end = max;
+  // Back over continuation bytes (at most three) to the character's start.
+  for (size_t k = 0; k < 3 && end > 0 &&
+                     (static_cast<unsigned char>(text[end]) & 0xc0) == 0x80;
+       ++k) {
+    --end;
+  }
+  return text.substr(0, end);
+}
 
 class Validator {
  public:
@@ -243,6 +293,17 @@ class Validator {
           where, kMaxIdentifierLength);
     }
     const std::string_view ns = name->substr(0, colons);
+    const std::string_view op_name = name->substr(colons + 2);
+    for (const auto& [what, part] :
+         {std::pair{"namespace", ns}, std::pair{"op name", op_name}}) {
+      const std::string problem = PythonNameProblem(part);
+      if (!problem.empty()) {
+        return Fail(
+            "{}: the {} {} {}; expected a name that Python reaches as "
+            "torchferry.ops.<namespace>.<name>",
+            where, what, Quoted(part), problem);
+      }
+    }
     if (OpIndex(ns) >= 0 || ns == "schemas") {
       return Fail(
           "{}: the namespace {} is taken by torchferry.ops.{}; choose "
@@ -322,8 +383,22 @@ class Validator {
           where);
     }
     if (d.doc != nullptr) {
-      std::optional<std::string_view> doc = BoundedString(d.doc, kMaxDocLength);
-      op.doc = doc ? std::string(*doc) : std::string(d.doc, kMaxDocLength);
+      // One byte past the limit tells a long doc from one that just fits,
+      // and shows whether the limit falls inside a character.
+      std::optional<std::string_view> bounded =
+          BoundedString(d.doc, kMaxDocLength);
+      const std::string_view doc =
+          bounded ? *bounded
+                  : CutAtCharacter(std::string_view(d.doc, kMaxDocLength + 1),
+                                   kMaxDocLength);
+      const size_t valid = Utf8ValidPrefix(doc);
+      if (valid != doc.size()) {
+        return Fail(
+            "{}: doc is not UTF-8 (byte {} is 0x{:02x}); expected UTF-8 "
+            "text",
+            where, valid, static_cast<unsigned char>(doc[valid]));
+      }
+      op.doc = std::string(doc);
     }
     op.spelling = op.schema.ToString();
     result_.ops.push_back(std::move(op));

@@ -112,10 +112,20 @@ from . import entry_points as _entry_points  # noqa: E402
 PLUGIN_DIR = _os.path.join(_os.path.dirname(__file__), "plugins")
 # Installed distributions' plugins (group torchferry.plugins), resolved before
 # the loader starts: it searches them after TORCHFERRY_PLUGIN_PATH.
-_ENTRY_PATHS, _ENTRY_UNRESOLVED, ENTRY_POINTS = _entry_points.resolve()
-_C._init(_torch, _torch.__version__, PLUGIN_DIR, _ENTRY_PATHS, _ENTRY_UNRESOLVED)
+# While they resolve and load, a query (torchferry.plugins.loaded() from an
+# entry point's module, say) is told that torchferry is still loading.
+_C._set_loading(True)
+try:
+    _ENTRY_PATHS, _ENTRY_UNRESOLVED, ENTRY_POINTS = _entry_points.resolve()
+    _C._init(_torch, _torch.__version__, PLUGIN_DIR, _ENTRY_PATHS, _ENTRY_UNRESOLVED)
+finally:
+    _C._set_loading(False)
 
 from . import bridge, ops, plugins  # noqa: E402
+
+# An entry point's module may have imported torchferry.ops before the
+# plugins loaded, and a reload finds it imported: export what loaded.
+ops.__all__ = ops._Export()
 from .config import cflags, cmake_dir, include_dir, pkgconfig_dir, plugin_dir  # noqa: E402
 
 
@@ -124,7 +134,11 @@ def _load_library():
     API it needs gets none of it, and a warning naming the API; the eager
     ops work regardless, and `import torchferry.library` raises the same."""
     try:
-        from . import library  # noqa: F401
+        from . import library
+
+        # Imported earlier (by an entry point's module, before the plugins
+        # loaded; or before a reload): registers what it has not yet.
+        library._register_all()
     except ImportError as e:
         import warnings
 

@@ -15,9 +15,13 @@ distributions') and takes `attr`, calling it when it is callable. The paths
 go to the loader at import, after TORCHFERRY_PLUGIN_PATH and before the
 package's own plugins, and are then found, selected (TORCHFERRY_PLUGINS),
 shadowed and listed like any other. An entry point that names nothing usable
-(its module fails to import, the callable raises, a value of the wrong type,
-a path that does not exist) is a skipped plugin with the reason, never an
-import failure of torchferry.
+(its module fails to import, the module or the callable raises, even a
+BaseException such as SystemExit, KeyboardInterrupt aside; a value of the
+wrong type, a path that does not exist) is a skipped plugin with the reason,
+never an import failure of torchferry. Code that runs here runs inside
+`import torchferry`, before plugins are loaded: it may import torchferry's
+modules, and a query such as torchferry.plugins.loaded() raises saying that
+torchferry is still loading its plugins.
 """
 
 import importlib.util
@@ -31,6 +35,14 @@ def _text(value):
     NUL shown as \\x00 (a C string would end there)."""
     text = value if isinstance(value, str) else repr(value)
     return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\0", "\\x00")
+
+
+def _message(error):
+    """str(error), or a stand-in when the vendor's exception cannot say."""
+    try:
+        return str(error)
+    except BaseException:  # noqa: B036  (its __str__ is the vendor's code too)
+        return "(its message could not be read)"
 
 
 def _group():
@@ -111,10 +123,12 @@ def resolve():
         record = {"name": _text(entry.name), "value": _text(entry.value), "distribution": _text(dist)}
         try:
             path = _path_of(entry)
-        except (Exception, SystemExit) as e:  # a vendor's import may even call sys.exit
+        except KeyboardInterrupt:
+            raise  # the user's, not the vendor's
+        except BaseException as e:  # a vendor's import may even call sys.exit
             reason = _text(
                 f"entry point {entry.name} = {entry.value} of {dist} in group '{GROUP}' names no "
-                f"usable plugin: {type(e).__name__}: {e}"
+                f"usable plugin: {type(e).__name__}: {_message(e)}"
             )
             unresolved.append((_text(f"entry point {entry.name} = {entry.value}"), "", reason))
             records.append({**record, "path": None, "error": reason})

@@ -90,10 +90,10 @@ def torch_name(name):
 class _Op:
     """What one op needs at registration and in traced code."""
 
-    def __init__(self, schema):
+    def __init__(self, schema, native):
         self.name = schema["name"]
         self.torch_name = torch_name(self.name)
-        self.native = getattr(_C, self.name)
+        self.native = native
         self.declared = schema["declared_by"] is not None
         args = schema["args"]
         self.variadic = "(*" in schema["signature"]  # noop(*tensors)
@@ -433,31 +433,27 @@ def _substitute(op):
     else:
         passed = f"({', '.join(a['name'] for a in op.params)},)" if op.params else "()"
         out, stream = "out", "stream"
-    # The body reaches _call and op through globals of the generated code; a
-    # parameter of the same name would shadow them (a declared op's argument
-    # may be called anything), so their names are chosen to differ from
-    # every parameter and from the function's own name.
-    taken = {a["name"] for a in op.params} | {"out", "stream", name}
-    call_name, op_name = _unused("_tf_call", taken), _unused("_tf_op", taken)
-    source = f"def {name}({params}):\n    return {call_name}({op_name}, {passed}, {out}, {stream})\n"
-    scope = {call_name: _call, op_name: op}
+    # _CALL and _OP hold a capital: no argument name ([a-z_][a-z0-9_]*) can
+    # shadow them.
+    source = f"def {name}({params}):\n    return _CALL(_OP, {passed}, {out}, {stream})\n"
+    scope = {"_CALL": _call, "_OP": op}
     exec(compile(source, f"<torchferry.library {op.name}>", "exec"), scope)  # noqa: S102
     return scope[name]
 
 
-def _unused(stem, taken):
-    """`stem`, or stem_1, stem_2, ...: the first that is not in `taken`."""
-    name, n = stem, 0
-    while name in taken:
-        n += 1
-        name = f"{stem}_{n}"
-    return name
-
-
 # --- registration ------------------------------------------------------------
 
-_LIBRARY = torch.library.Library(NAMESPACE, "DEF")  # kept: dropping it unregisters
-OPS = {}  # torchferry name -> _Op
+# Kept for the process in _C's state, not only here: dropping the library
+# unregisters its ops, and torch refuses to define the namespace twice, which
+# a re-import of torchferry (after its modules left sys.modules) would do.
+_STATE = _C._state()
+if "library" not in _STATE:
+    _STATE["library"] = torch.library.Library(NAMESPACE, "DEF")
+    _STATE["ops"] = {}  # torchferry name -> _Op
+    _STATE["substituted"] = set()  # names Dynamo has a substitute for
+    _STATE["hooked"] = False  # _substitute_all runs when Dynamo loads
+_LIBRARY = _STATE["library"]
+OPS = _STATE["ops"]
 
 
 def _register(op):
@@ -489,8 +485,22 @@ def _substitute_all():
     if message:
         warnings.warn(message, RuntimeWarning, stacklevel=2)
         return
-    for op in OPS.values():
-        torch._dynamo.substitute_in_graph(op.native)(_substitute(op))
+    done = _STATE["substituted"]
+    for op in list(OPS.values()):
+        if op.name in done:
+            continue
+        done.add(op.name)
+        # This runs inside torch._dynamo's import: one op that fails here
+        # must cost that op its substitute, not every torch.compile.
+        try:
+            torch._dynamo.substitute_in_graph(op.native)(_substitute(op))
+        except Exception as e:
+            warnings.warn(
+                f"torchferry.library: op {op.name} has no substitute for Dynamo "
+                f"({type(e).__name__}: {e}); compiled code that calls it fails",
+                RuntimeWarning,
+                stacklevel=2,
+            )
 
 
 def _when_dynamo_loads(callback):
@@ -525,10 +535,15 @@ def _when_dynamo_loads(callback):
 
 
 def _register_all():
+    """Registers every op not registered yet; runs at import and again once
+    torchferry has loaded its plugins (this module may be imported before)."""
+    functions = _C._functions()
     for schema in _ops.schemas():
+        if schema["name"] in OPS:
+            continue
         try:
-            _register(_Op(schema))
-        except RuntimeError as e:
+            _register(_Op(schema, functions[schema["name"]]))
+        except Exception as e:
             # A declared schema torch's parser refuses costs that op its
             # torch.compile form, never the import or the other ops.
             warnings.warn(
@@ -537,7 +552,11 @@ def _register_all():
                 RuntimeWarning,
                 stacklevel=2,
             )
-    _when_dynamo_loads(_substitute_all)
+    if not _STATE["hooked"]:
+        _STATE["hooked"] = True
+        _when_dynamo_loads(_substitute_all)
+    elif "torch._dynamo" in sys.modules:
+        _substitute_all()
 
 
 _register_all()

@@ -29,27 +29,35 @@ class Namespace:
     holds acme::fused_gelu as .fused_gelu."""
 
     def __init__(self, name):
-        self._name = name
+        # Stored as _Namespace__name: an op name ([a-z_][a-z0-9_]*) cannot
+        # take it.
+        self.__name = name
 
     def __repr__(self):
-        ops = ", ".join(sorted(k for k in vars(self) if not k.startswith("_")))
-        return f"<torchferry.ops.{self._name}: {ops}>"
+        ops = ", ".join(sorted(k for k in vars(self) if k != "_Namespace__name"))
+        return f"<torchferry.ops.{self.__name}: {ops}>"
 
 
-def _export():
-    exported = ["schemas"]
+def _Export():
+    """Puts every op the registry holds into this module and returns the
+    names for __all__. It runs again once torchferry has loaded its plugins,
+    because an entry point's module may import this one before that. Its
+    name holds a capital so that no plugin namespace can be called so."""
+    scope = globals()
+    functions = _C._functions()
+    exported = {"schemas"}
     for s in _C._schemas():
-        fn = getattr(_C, s["name"])
+        fn = functions[s["name"]]
         namespace, _, name = s["name"].rpartition("::")
         if not namespace:
-            globals()[name] = fn
-            exported.append(name)
+            scope[name] = fn
+            exported.add(name)
             continue
-        if namespace not in globals():
-            globals()[namespace] = Namespace(namespace)
-            exported.append(namespace)
-        setattr(globals()[namespace], name, fn)
+        if not isinstance(scope.get(namespace), Namespace):
+            scope[namespace] = Namespace(namespace)
+        exported.add(namespace)
+        setattr(scope[namespace], name, fn)
     return sorted(exported)
 
 
-__all__ = _export()
+__all__ = _Export()

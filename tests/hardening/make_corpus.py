@@ -101,12 +101,12 @@ def kernel(op=0, device=0, dtype=0, raw_dtype=None, fn=1, own_size=None):
 
 def descriptor(host_minor=0, size=7, major=0, minor=0, name=b"cpu", valid_name=False,
                version=2, kind=0, count=None, stride=0, null_kernels=False, kernels=(),
-               null_descriptor=False, version_bytes=None, rewrites=()):
+               null_descriptor=False, version_bytes=None, rewrites=(), ops=()):
     """size/major/minor/version/kind/stride are the choice bytes the target
     reads (see fuzz_descriptor.cc); count None means len(kernels). Bytes in
     version_bytes (any, but NUL) are the version. rewrites: what an init
     then changes in an accepted descriptor, each the bytes of one rewrite
-    (see rewrite())."""
+    (see rewrite()). ops: at most two op declarations (see op_decl())."""
     if version_bytes is not None:
         half = len(version_bytes) // 2
         version = bytes([1, half, len(version_bytes) - half]) + version_bytes
@@ -132,10 +132,30 @@ def descriptor(host_minor=0, size=7, major=0, minor=0, name=b"cpu", valid_name=F
     b += bytes([0 if null_kernels else 1])
     for i, k in enumerate(kernels):
         b += k if i > 0 else k[1:]  # kernels[0] reads no own-size choice
+    b += bytes([len(ops)]) + b"".join(ops)
     b += bytes([0 if null_descriptor else 1])
     if rewrites:
         b += bytes([len(rewrites)]) + b"".join(rewrites)
     return b
+
+
+def op_decl(name=0, arg=None, doc=0):
+    """One ABI 1.1 op declaration. name: DeclName's choice (0 'fz::f', 1
+    'lambda::f', 2 'fz::__class__', 3 '__all__::g', 4 '__name__::f', 5
+    'fz::import') or bytes after 'fz::'; arg: None for (Tensor x), else
+    ArgName's choice (0 scale, 1 lambda, 2 __debug__); doc: None, 0 ('a
+    doc'), bytes (any, but NUL), or (n, tail): 1019 + n bytes 'a' (n < 8),
+    then tail (1 to 6 bytes) across the 1023-byte limit."""
+    b = bytes([name]) if isinstance(name, int) else bytes([7, len(name)]) + name
+    b += bytes([1]) if arg is None else bytes([0, arg])
+    if doc is None:
+        return b + bytes([0])
+    if doc == 0:
+        return b + bytes([1, 0])
+    if isinstance(doc, bytes):
+        return b + bytes([1, 1, len(doc)]) + doc
+    n, tail = doc
+    return b + bytes([1, 2, n, len(tail) - 1]) + tail
 
 
 # Rewrite choices (fuzz_descriptor.cc): 0 fn NULL, 1 fn swapped, 2
@@ -201,6 +221,22 @@ def descriptor_seeds():
         "version_latin1": descriptor(version_bytes=b"caf\xe9 1.0", kernels=[abs_f32]),
         "version_invalid_utf8_300": descriptor(version_bytes=b"\xc3\x28\xff\xfe\xe9" * 60,
                                                kernels=[abs_f32]),
+        # Declared ops' names and docs: Python must reach every accepted
+        # name, and decode every accepted doc.
+        "ops_good": descriptor(minor=1, kernels=[abs_f32], ops=[op_decl(0, arg=0, doc=0)]),
+        "ops_keyword_namespace": descriptor(minor=1, kernels=[abs_f32], ops=[op_decl(0), op_decl(1)]),
+        "ops_dunder_op": descriptor(minor=1, kernels=[abs_f32], ops=[op_decl(2)]),
+        "ops_all_namespace": descriptor(minor=1, kernels=[abs_f32], ops=[op_decl(3)]),
+        "ops_name_namespace": descriptor(minor=1, kernels=[abs_f32], ops=[op_decl(4)]),
+        "ops_keyword_op": descriptor(minor=1, kernels=[abs_f32], ops=[op_decl(5)]),
+        "ops_raw_name": descriptor(minor=1, kernels=[abs_f32], ops=[op_decl(b"Caf\xe9")]),
+        "ops_keyword_arg": descriptor(minor=1, kernels=[abs_f32], ops=[op_decl(0, arg=1)]),
+        "ops_dunder_arg": descriptor(minor=1, kernels=[abs_f32], ops=[op_decl(0, arg=2)]),
+        "ops_doc_latin1": descriptor(minor=1, kernels=[abs_f32], ops=[op_decl(0, doc=b"caf\xe9")]),
+        "ops_doc_cut_in_char": descriptor(minor=1, kernels=[abs_f32], ops=[op_decl(0, doc=(3, b"\xc3\xa9zz"))]),
+        "ops_doc_broken_past_limit": descriptor(minor=1, kernels=[abs_f32],
+                                                ops=[op_decl(0, doc=(4, b"\xe2\x82"))]),
+        "ops_doc_broken_at_limit": descriptor(minor=1, kernels=[abs_f32], ops=[op_decl(0, doc=(2, b"\xff\xfe"))]),
         # What an init may do after validation.
         "rewrite_fn_null": descriptor(kernels=[abs_f32, add_f32], rewrites=[rewrite(0, kernel=1)]),
         "rewrite_fn_swap": descriptor(kernels=[abs_f32], rewrites=[rewrite(1, 1)]),
@@ -455,6 +491,8 @@ def schema_seeds():
         "bad_default": b"f(int k=1e999) -> Tensor",
         "unclosed": b"f(Tensor(a! x",
         "nul": b"f(Tensor x)\x00 -> Tensor",
+        "keyword_arg": b"acme::f(Tensor x, *, float lambda=1.0) -> Tensor",
+        "dunder_arg": b"acme::f(Tensor x, int __debug__=0) -> Tensor",
     })
     return seeds
 

@@ -297,3 +297,25 @@ TEST_CASE("a privileged process ignores the variables that choose code",
   options = LoaderOptions::FromEnvironment("/package/plugins", {}, {}, true);
   CHECK(options.ignored_environment.empty());
 }
+
+TEST_CASE("one file reached twice is loaded once", "[discovery]") {
+  TempDir dir;
+  // The same file through a second path entry and through a symlink.
+  const std::filesystem::path link = dir.path() / "torchferry_good_link.so";
+  std::filesystem::create_symlink(Synthetic("good"), link);
+  Registry registry;
+  registry.Load(
+      {{Synthetic("good"), Synthetic("good"), dir.str()}, "", LogLevel::kWarn});
+  CHECK(LoadedNames(registry) == std::vector<std::string>{"good"});
+  // Each further path is listed, saying it is the same file, not a second
+  // plugin of the same name.
+  REQUIRE(registry.skipped().size() == 2);
+  CHECK(registry.skipped()[0].path == Synthetic("good"));
+  CHECK(registry.skipped()[1].path == link.string());
+  for (const Skipped& s : registry.skipped()) {
+    CHECK_THAT(s.reason, Catch::Contains("the file '" + Synthetic("good") +
+                                         "' reached again on the search "
+                                         "path; loaded once"));
+    CHECK_THAT(s.reason, !Catch::Contains("already loaded"));
+  }
+}

@@ -1,6 +1,8 @@
 // Descriptor validation on descriptors built in memory, without dlopen.
 #include "loader/validate.h"
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <cstddef>
 #include <string>
@@ -240,4 +242,61 @@ TEST_CASE("text fields are kept byte for byte, UTF-8 or not", "[validate]") {
   p.name = "caf\xe9";
   CHECK_THAT(ValidateDescriptor(&p, "mem").error,
              Catch::Contains("invalid plugin name 'caf\\xe9'"));
+}
+
+namespace {
+
+tf_status NoInfer(const tf_call*, tf_tensor_spec*, int32_t) { return TF_OK; }
+
+// A plugin declaring one op `name` (schema: `name(Tensor x) -> Tensor`) with
+// `doc`; the kernel serves it.
+ValidationResult Declaring(const std::string& name, const char* doc) {
+  static std::string schema;  // outlives the descriptor below
+  schema = name + "(Tensor x) -> Tensor";
+  const tf_op_decl decl{sizeof(tf_op_decl), name.c_str(), schema.c_str(),
+                        &NoInfer, doc};
+  const tf_kernel k = Kernel(name.c_str());
+  tf_plugin p = Descriptor("decl", &k, 1);
+  p.ops = &decl;
+  p.num_ops = 1;
+  return ValidateDescriptor(&p, "mem");
+}
+
+}  // namespace
+
+TEST_CASE("a declared namespace or op name is one Python can write",
+          "[validate]") {
+  CHECK(Declaring("acme::f", "a doc").ok);
+  CHECK(Declaring("acme::match", "soft keywords are names").ok);
+  for (const char* ns : {"__name__", "__spec__", "__builtins__", "__all__"}) {
+    const ValidationResult r = Declaring(std::string(ns) + "::f", nullptr);
+    CHECK_FALSE(r.ok);
+    CHECK_THAT(r.error, Catch::Contains(fmt::format(
+                            "the namespace '{}' is a dunder name", ns)));
+  }
+  CHECK_THAT(Declaring("acme::__class__", nullptr).error,
+             Catch::Contains("the op name '__class__' is a dunder name"));
+  CHECK_THAT(Declaring("lambda::f", nullptr).error,
+             Catch::Contains("the namespace 'lambda' is a Python keyword"));
+  CHECK_THAT(Declaring("acme::import", nullptr).error,
+             Catch::Contains("the op name 'import' is a Python keyword"));
+}
+
+TEST_CASE("a declared op's doc is UTF-8, cut at a character boundary",
+          "[validate]") {
+  CHECK(Declaring("acme::f", "caf\xc3\xa9").ops.at(0).doc == "caf\xc3\xa9");
+  for (const char* bad : {"caf\xe9", "\xff", "\xc0\xaf", "\xed\xa0\x80",
+                          "\xf4\x90\x80\x80", "end \xe2\x82"}) {
+    const ValidationResult r = Declaring("acme::f", bad);
+    CHECK_FALSE(r.ok);
+    CHECK_THAT(r.error, Catch::Contains("doc is not UTF-8 (byte "));
+  }
+  // 1022 bytes, then a 2-byte character the 1023-byte limit would split.
+  const std::string long_doc =
+      std::string(kMaxDocLength - 1, 'a') + "\xc3\xa9" + std::string(100, 'b');
+  const ValidationResult r = Declaring("acme::f", long_doc.c_str());
+  REQUIRE(r.ok);
+  CHECK(r.ops.at(0).doc == std::string(kMaxDocLength - 1, 'a'));
+  const std::string fits = std::string(kMaxDocLength - 2, 'a') + "\xc3\xa9";
+  CHECK(Declaring("acme::f", fits.c_str()).ops.at(0).doc == fits);
 }

@@ -46,12 +46,23 @@ VARIANTS = {
     18: ("dbad_out_not_out", "the output 'result' after '*' must be called 'out'"),
     19: ("dbad_too_many_writes", "writes 9 tensors (4 returned, 5 in place); expected at most 8"),
     20: ("dbad_optional_in_place", "'acc' is written (Tensor(x!)): expected a Tensor without a default"),
-    21: ("decl_shadow", None),
-    22: ("dbad_keyword_argument", "the argument's name 'lambda' is a Python keyword, which torchferry.ops cannot "
-         "spell"),
-    23: ("decl_many", None),
-    24: ("dbad_too_many_args", "more than 16 arguments"),
+    21: ("dbad_ns_name", "the namespace '__name__' is a dunder name"),
+    22: ("dbad_ns_spec", "the namespace '__spec__' is a dunder name"),
+    23: ("dbad_ns_builtins", "the namespace '__builtins__' is a dunder name"),
+    24: ("dbad_ns_all", "the namespace '__all__' is a dunder name"),
+    25: ("dbad_op_class", "the op name '__class__' is a dunder name"),
+    26: ("dbad_op_keyword", "the op name 'lambda' is a Python keyword"),
+    27: ("dbad_ns_keyword", "the namespace 'lambda' is a Python keyword"),
+    28: ("dbad_arg_keyword", "the argument name 'lambda' is a Python keyword"),
+    29: ("dbad_doc_latin1", "doc is not UTF-8 (byte 3 is 0xe9); expected UTF-8 text"),
+    30: ("decl_long_doc", None),
+    31: ("decl_shadow", None),
+    32: ("decl_many", None),
+    33: ("dbad_too_many_args", "more than 16 arguments"),
 }  # fmt: skip
+# The variants whose names Python cannot reach (or that every object has),
+# and whose doc Python cannot decode.
+NAME_FLAWS = [VARIANTS[flaw][0] for flaw in range(21, 30)]
 BROKEN = {stem: reason for stem, reason in VARIANTS.values() if reason}
 
 pytestmark = pytest.mark.subprocess
@@ -441,3 +452,102 @@ def test_a_declared_op_takes_every_tensor_count_a_schema_allows(plugin_dir, op, 
     # Past the counts above, a schema (20 tensors here) is refused at load,
     # naming the limit.
     assert "more than 16 arguments" in r["too_many"], r["too_many"]
+# --- names: what one plugin names never breaks the import or torch.compile ----
+
+NAMES_REPORT = """
+import json, torch, torchferry
+from torchferry import ops, plugins
+
+x = torch.tensor([-1.0, 2.0, -3.0])
+report = {
+    "loaded": [p["name"] for p in plugins.loaded()],
+    "skipped": {s["path"].rsplit("/torchferry_", 1)[-1][:-3]: s["reason"] for s in plugins.skipped()},
+    "all": ops.__all__,
+    "schemas": [s["name"] for s in ops.schemas()],
+    "abs": ops.abs(x).tolist(),
+    "twice": ops.decl.twice(x).tolist(),
+    "long_doc": ops.dlong.f.__doc__,
+    "long_doc_listed": next(s["doc"] for s in ops.schemas() if s["name"] == "dlong::f"),
+}
+print("REPORT" + json.dumps(report))
+"""
+
+
+def test_names_python_cannot_reach_skip_their_plugin_and_only_it(plugin_dir):
+    r = run(plugin_dir, NAMES_REPORT)
+    assert "decl_good" in r["loaded"] and "example_c" in r["loaded"] and "decl_long_doc" in r["loaded"]
+    for stem in NAME_FLAWS:
+        assert stem not in r["loaded"]
+        assert BROKEN[stem] in r["skipped"][stem], (stem, r["skipped"][stem])
+    for name in ("__name__::f", "__spec__::f", "__builtins__::f", "__all__::f", "dbad::__class__",
+                 "dbad::lambda", "lambda::f"):
+        assert name not in r["schemas"]
+    assert "example" in r["all"] and "decl" in r["all"] and "__all__" not in r["all"]
+    assert r["abs"] == [1.0, 2.0, 3.0] and r["twice"] == [-2.0, 4.0, -6.0]
+    # Cut at the limit (1023 bytes) before the character it would split.
+    assert r["long_doc"] == "a" * 1022
+    assert r["long_doc_listed"] == "a" * 1022
+
+
+COMPILE_REPORT = """
+import json, torch, torchferry
+from torchferry import ops, plugins
+
+x = torch.tensor([-1.0, 2.0, -3.0])
+compiled = torch.compile(lambda t: ops.mul(ops.abs(t), 2.0), backend="eager", fullgraph=True)
+# Argument names that torchferry.library's own code might have used.
+shadow = torch.compile(lambda t: ops.decl.shadow(t, _call=3.0, _op=1.0), backend="eager", fullgraph=True)
+print("REPORT" + json.dumps({
+    "loaded": [p["name"] for p in plugins.loaded()],
+    "compiled": compiled(x).tolist(),
+    "shadow": shadow(x).tolist(),
+}))
+"""
+
+
+def test_keyword_names_do_not_break_torch_compile_of_other_ops(plugin_dir):
+    # Only plugins that an import survived before names were checked: their
+    # keyword names made Dynamo's import fail, and every torch.compile after.
+    selected = "cpu,example_c,decl_good,dbad_op_keyword,dbad_ns_keyword,dbad_arg_keyword"
+    r = run(plugin_dir, COMPILE_REPORT, TORCHFERRY_PLUGINS=selected)
+    assert not {"dbad_op_keyword", "dbad_ns_keyword", "dbad_arg_keyword"} & set(r["loaded"])
+    assert r["compiled"] == [2.0, 4.0, 6.0]
+    assert r["shadow"] == [-3.0, 6.0, -9.0]
+
+
+# --- a re-imported torchferry keeps the declared ops ---------------------------
+
+REIMPORT_REPORT = """
+import importlib, json, sys, torch
+import torchferry
+
+x, y = torch.randn(3, 4), torch.randn(3, 4)
+want = (2 * x + y).tolist()
+seen = {}
+
+def check(label, tf):
+    seen[label] = {
+        "axpby": tf.ops.example.axpby(x, y, a=2.0, b=1.0).tolist() == want,
+        "twice": tf.ops.decl.twice(x).tolist() == (2 * x).tolist(),
+        "all": "example" in tf.ops.__all__ and "decl" in tf.ops.__all__,
+        "c": getattr(tf._C, "example::axpby") is tf.ops.example.axpby,
+        "custom_op": torch.ops.torchferry.example__axpby(x, y, a=2.0, b=1.0).tolist() == want,
+    }
+
+check("first", torchferry)
+check("reloaded", importlib.reload(torchferry))
+for name in [n for n in sys.modules if n == "torchferry" or n.startswith("torchferry.")]:
+    del sys.modules[name]
+import torchferry as again
+check("reimported", again)
+compiled = torch.compile(lambda a, b: again.ops.example.axpby(a, b, a=2.0, b=1.0), backend="eager",
+                         fullgraph=True)
+seen["compiled"] = compiled(x, y).tolist() == want
+print("REPORT" + json.dumps(seen))
+"""
+
+
+def test_reload_and_reimport_keep_the_declared_ops(plugin_dir):
+    r = run(plugin_dir, REIMPORT_REPORT, TORCHFERRY_PLUGINS="cpu,example_c,decl_good")
+    everything = {"axpby": True, "twice": True, "all": True, "c": True, "custom_op": True}
+    assert r == {"first": everything, "reloaded": everything, "reimported": everything, "compiled": True}

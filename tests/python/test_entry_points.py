@@ -174,6 +174,16 @@ BROKEN = {
     "not_a_package": ("brokenmod", "x = 1\n", "'brokenmod' is a module, not a package"),
     "no_such_package": ("no_such_package_tf", None, "no module named 'no_such_package_tf' is installed"),
     "undecodable": ("brokenmod:path", "path = '/tmp/caf\\udce9'\n", "/tmp/caf\\udce9, which does not exist"),
+    "base_exception": ("brokenmod:path", "class VendorAbort(BaseException):\n    pass\n"
+                       "raise VendorAbort('licence server unreachable')\n",
+                       "VendorAbort: licence server unreachable"),
+    "generator_exit": ("brokenmod:path", "raise GeneratorExit('closed')\n", "GeneratorExit: closed"),
+    "unprintable": ("brokenmod:path", "class E(BaseException):\n    def __str__(self):\n"
+                    "        raise ValueError('no')\nraise E()\n", "E: (its message could not be read)"),
+    "queries_while_loading": ("brokenmod:path", "def path():\n    import torchferry.plugins\n"
+                              "    return torchferry.plugins.loaded()\n",
+                              "RuntimeError: torchferry is still loading its plugins: this ran during "
+                              "`import torchferry`"),
 }
 
 
@@ -205,3 +215,43 @@ def test_info_lists_a_broken_entry_point(tmp_path):
     assert data["plugin_search"]["entry_points"][0]["error"].startswith("entry point bad = no_such_module_tf:path")
     assert any(s["path"] == "entry point bad = no_such_module_tf:path" for s in data["skipped"])
 
+
+
+def test_an_entry_point_module_that_imports_torchferry_ops_keeps_every_op(tmp_path, plugin_so):
+    # The vendor's module imports torchferry.ops (and the torch.compile
+    # registration) while torchferry is still loading its plugins.
+    site = make_distribution(tmp_path / "site", "paths_dist", {"vendor": "vendorpaths:plugin_dir"}, {
+        "vendorpaths.py": "import os\nfrom torchferry import ops, library\n"
+                          "def plugin_dir():\n    return os.path.join(os.path.dirname(__file__), 'lib')\n",
+        "lib/torchferry_vendor_plugin.so": plugin_so})
+    _, r = run(site, """
+        import json, torch, torchferry
+        from torchferry import ops
+        x = torch.randn(3, 4)
+        torch.testing.assert_close(ops.vendor_plugin.scale(x, factor=3.0), x * 3)
+        torch.testing.assert_close(ops.example.axpby(x, x, a=1.0, b=1.0), 2 * x)
+        assert {"example", "vendor_plugin", "abs"} <= set(ops.__all__), ops.__all__
+        torch.testing.assert_close(torch.ops.torchferry.example__axpby(x, x, a=1.0, b=1.0), 2 * x)
+        torch.testing.assert_close(torch.ops.torchferry.vendor_plugin__scale(x, factor=3.0), x * 3)
+        print("REPORT{}")
+    """)
+
+
+def test_one_file_reached_twice_is_loaded_once(tmp_path, plugin_so):
+    # The entry point names the package's folder, and TORCHFERRY_PLUGIN_PATH
+    # that folder too, or a symlink to its plugin file.
+    site = vendor_site(tmp_path, plugin_so)
+    folder = site / "vendorpkg"
+    link = tmp_path / "torchferry_vendor_link.so"
+    link.symlink_to(folder / "torchferry_vendor_plugin.so")
+    plugin = str(folder / "torchferry_vendor_plugin.so")
+    for path, first in ((str(folder), plugin), (str(link), str(link))):
+        report, r = run(site, TORCHFERRY_PLUGIN_PATH=path, TORCHFERRY_LOG="debug")
+        assert "vendor_plugin" in report["loaded"], path
+        assert not [s for s in report["skipped"] if "already loaded" in s["reason"]], report["skipped"]
+        (again,) = [s for s in report["skipped"] if s["path"].startswith(str(folder))]
+        assert again["reason"] == f"{plugin}: the file '{first}' reached again on the search path; loaded once"
+        # Said at debug level only: nothing is wrong.
+        assert "reached again on the search path; loaded once" in r.stderr, r.stderr[-3000:]
+        _, quiet = run(site, TORCHFERRY_PLUGIN_PATH=path)
+        assert "reached again" not in quiet.stderr and "already loaded" not in quiet.stderr

@@ -14,6 +14,12 @@
 // it refused must come with a message that names the file. Every message is
 // printable ASCII, whatever bytes the descriptor's text held.
 //
+// ABI 1.1 op declarations come with names, argument names and docs of any
+// bytes: an accepted declaration names an identifier Python can reach
+// (torchferry.ops.<namespace>.<name>: no keyword, no dunder name), and its
+// doc is well-formed UTF-8 of at most kMaxDocLength bytes, a prefix of the
+// plugin's (cut only before a character the limit would split).
+//
 // Then, as a plugin's init may, the rest of the input rewrites the accepted
 // descriptor in place (kernel functions, data, ops, devices, dtypes, the
 // count, the name, the version, the kind, the minor, set_option): what the
@@ -110,6 +116,121 @@ const char* OpName(ByteReader& in, Arena& arena) {
       return arena.String(std::string(torchferry::OpName(op)));
     }
   }
+}
+
+tf_status DummyInfer(const tf_call*, tf_tensor_spec*, int32_t) { return TF_OK; }
+
+// Bytes without NUL (a C string would end there).
+std::string TextBytes(ByteReader& in, size_t length, char nul_as) {
+  std::string s = in.Bytes(length);
+  for (char& c : s) {
+    if (c == '\0') c = nul_as;
+  }
+  return s;
+}
+
+// A declared op's name: good, one Python cannot reach, or any bytes.
+std::string DeclName(ByteReader& in) {
+  switch (in.Pick(8)) {
+    case 0:
+      return "fz::f";
+    case 1:
+      return "lambda::f";
+    case 2:
+      return "fz::__class__";
+    case 3:
+      return "__all__::g";
+    case 4:
+      return "__name__::f";
+    case 5:
+      return "fz::import";
+    case 6: {
+      const std::string ns = TextBytes(in, in.U8() % 24, 'n');
+      return ns + "::" + TextBytes(in, in.U8() % 24, 'n');
+    }
+    default:
+      return "fz::" + TextBytes(in, in.U8() % 24, 'n');
+  }
+}
+
+std::string ArgName(ByteReader& in) {
+  switch (in.Pick(4)) {
+    case 0:
+      return "scale";
+    case 1:
+      return "lambda";
+    case 2:
+      return "__debug__";
+    default:
+      return TextBytes(in, in.U8() % 16, 'a');
+  }
+}
+
+// A doc: short text, any bytes, or one that runs past kMaxDocLength with
+// any bytes (a character, or a broken one) across the limit.
+std::string DocBytes(ByteReader& in) {
+  switch (in.Pick(3)) {
+    case 0:
+      return "a doc";
+    case 1:
+      return TextBytes(in, in.U8(), 'd');
+    default: {
+      const std::string head(torchferry::kMaxDocLength - 4 + in.Pick(8), 'a');
+      return head + TextBytes(in, 1 + in.Pick(6), 'd');
+    }
+  }
+}
+
+bool IsPythonKeyword(const std::string& name) {
+  static const char* const kKeywords[] = {
+      "and",      "as",       "assert", "async", "await",  "break",  "class",
+      "continue", "def",      "del",    "elif",  "else",   "except", "finally",
+      "for",      "from",     "global", "if",    "import", "in",     "is",
+      "lambda",   "nonlocal", "not",    "or",    "pass",   "raise",  "return",
+      "try",      "while",    "with",   "yield"};
+  for (const char* keyword : kKeywords) {
+    if (name == keyword) return true;
+  }
+  return false;
+}
+
+// An identifier Python code can write as an attribute of any object.
+bool ReachableName(const std::string& name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) {
+      return false;
+    }
+  }
+  const bool dunder = name.size() >= 2 && name.compare(0, 2, "__") == 0 &&
+                      name.compare(name.size() - 2, 2, "__") == 0;
+  return !dunder && !IsPythonKeyword(name);
+}
+
+// Decodes `s` as UTF-8 the way Python's strict decoder does.
+bool DecodesAsUtf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80         ? 1
+               : (c >> 5) == 6  ? 2
+               : (c >> 4) == 14 ? 3
+               : (c >> 3) == 30 ? 4
+                                : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    uint32_t cp = n == 1 ? c : c & (0x7f >> n);
+    for (size_t k = 1; k < n; ++k) {
+      const unsigned char t = static_cast<unsigned char>(s[i + k]);
+      if ((t & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (t & 0x3f);
+    }
+    static const uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+      return false;
+    }
+    i += n;
+  }
+  return true;
 }
 
 [[noreturn]] void Broken(const char* what) {
@@ -395,10 +516,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       static_cast<void*>(nullptr));
   Put(plugin, plugin_bytes, offsetof(tf_plugin, set_option),
       static_cast<void*>(nullptr));
-  // ABI 1.1's declarations: none here (fuzz_schema fuzzes their schemas).
+  // ABI 1.1's declarations: their names, argument names and docs (the
+  // schema grammar itself is fuzz_schema's).
+  const size_t num_ops = in.Pick(3);
+  std::vector<std::string> docs(num_ops);
+  unsigned char* decls =
+      num_ops == 0 ? nullptr : arena.Alloc(num_ops * sizeof(tf_op_decl));
+  for (size_t i = 0; i < num_ops; ++i) {
+    const std::string op = DeclName(in);
+    const std::string schema = in.Bit() ? op + "(Tensor x) -> Tensor"
+                                        : op + "(Tensor x, *, float " +
+                                              ArgName(in) + "=1.0) -> Tensor";
+    const bool has_doc = in.Pick(4) != 0;
+    if (has_doc) docs[i] = DocBytes(in);
+    const tf_op_decl d{sizeof(tf_op_decl), arena.String(op),
+                       arena.String(schema), &DummyInfer,
+                       has_doc ? arena.String(docs[i]) : nullptr};
+    std::memcpy(decls + i * sizeof(tf_op_decl), &d, sizeof d);
+  }
   Put(plugin, plugin_bytes, offsetof(tf_plugin, ops),
-      static_cast<const tf_op_decl*>(nullptr));
-  Put(plugin, plugin_bytes, offsetof(tf_plugin, num_ops), size_t{0});
+      reinterpret_cast<const tf_op_decl*>(decls));
+  Put(plugin, plugin_bytes, offsetof(tf_plugin, num_ops), num_ops);
 
   const auto* descriptor = reinterpret_cast<const tf_plugin*>(plugin);
   torchferry::ValidationResult r = torchferry::ValidateDescriptor(
@@ -414,6 +552,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // Accepted: everything it hands on must be what the ABI allows.
   CheckAccepted(r, count, host_minor);
+  for (const torchferry::ValidatedOp& op : r.ops) {
+    if (op.index >= num_ops) Broken("a declared op index past num_ops");
+    if (!ReachableName(op.schema.ns) || !ReachableName(op.schema.name)) {
+      Broken("accepted a declared op Python cannot reach by its name");
+    }
+    for (const torchferry::SchemaArg& a : op.schema.args) {
+      if (!ReachableName(a.name)) {
+        Broken("accepted an argument Python cannot pass by its name");
+      }
+    }
+    const std::string& doc = docs[op.index];
+    if (op.doc.size() > torchferry::kMaxDocLength ||
+        doc.compare(0, op.doc.size(), op.doc) != 0 ||
+        (op.doc.size() < doc.size() &&
+         op.doc.size() + 4 <= torchferry::kMaxDocLength)) {
+      Broken("the doc is not the plugin's, cut only at the limit");
+    }
+    if (!DecodesAsUtf8(op.doc)) Broken("accepted a doc that is not UTF-8");
+  }
   if (r.version != version_bytes.substr(0, 255)) {
     Broken("the version was not kept byte for byte");
   }

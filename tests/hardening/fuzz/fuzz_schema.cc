@@ -5,7 +5,9 @@
 //  - a refusal says where: "at column N: ..." with N inside the text (or one
 //    past its end), or names the length limit;
 //  - an accepted schema stays inside the limits, and its one spelling
-//    (ToString) parses again to the same spelling and the same arguments.
+//    (ToString) parses again to the same spelling and the same arguments;
+//  - every argument it accepts has a name Python can pass by keyword: not a
+//    keyword, not a dunder name (checked here against Python's own list).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -36,8 +38,32 @@ void CheckRefusal(const std::string& error, std::string_view text) {
   }
 }
 
+// keyword.kwlist of Python 3.9 - 3.13, less None, True and False.
+bool IsPythonKeyword(std::string_view name) {
+  static const char* const kKeywords[] = {
+      "and",      "as",       "assert", "async", "await",  "break",  "class",
+      "continue", "def",      "del",    "elif",  "else",   "except", "finally",
+      "for",      "from",     "global", "if",    "import", "in",     "is",
+      "lambda",   "nonlocal", "not",    "or",    "pass",   "raise",  "return",
+      "try",      "while",    "with",   "yield"};
+  for (const char* keyword : kKeywords) {
+    if (name == keyword) return true;
+  }
+  return false;
+}
+
+bool IsDunder(std::string_view name) {
+  return name.size() >= 2 && name.substr(0, 2) == "__" &&
+         name.substr(name.size() - 2) == "__";
+}
+
 void CheckAccepted(const torchferry::OpSchema& s, std::string_view text) {
   using namespace torchferry;
+  for (const SchemaArg& a : s.args) {
+    if (IsPythonKeyword(a.name) || IsDunder(a.name)) {
+      Broken("accepted an argument name Python cannot pass: " + a.name, text);
+    }
+  }
   if (s.args.size() > kMaxSchemaArgs || s.returns.size() > kMaxSchemaReturns ||
       s.name.empty() || s.name.size() > kMaxIdentifierLength) {
     Broken("accepted a schema outside the limits", text);

@@ -39,10 +39,20 @@
 #define OUT_NOT_OUT 18
 #define TOO_MANY_WRITES 19
 #define OPTIONAL_IN_PLACE 20
-#define SHADOWING_NAMES 21 /* correct: arguments named as host internals */
-#define KEYWORD_ARGUMENT 22
-#define MANY 23 /* correct: ops with as many tensors as a schema allows */
-#define TOO_MANY_ARGS 24
+/* Names Python cannot reach, or that break what every object has. */
+#define NS_NAME 21
+#define NS_SPEC 22
+#define NS_BUILTINS 23
+#define NS_ALL 24
+#define OP_CLASS 25
+#define OP_KEYWORD 26
+#define NS_KEYWORD 27
+#define ARG_KEYWORD 28
+#define DOC_NOT_UTF8 29
+#define DOC_LONG 30 /* correct: a doc past the limit, cut inside a character */
+#define SHADOWING_NAMES 31 /* correct: arguments named as host internals */
+#define MANY 32 /* correct: ops with as many tensors as a schema allows */
+#define TOO_MANY_ARGS 33
 
 #if FLAW != MANY
 /* out = scale * x (+ 1 for the SAME_SCHEMA plugin, to tell them apart). */
@@ -283,8 +293,18 @@ static tf_status all_like_x(const tf_call* call, tf_tensor_spec* specs,
 }
 #endif
 
+#if FLAW == DOC_NOT_UTF8
+#define DOC "caf\xe9, Latin-1"
+#elif FLAW == DOC_LONG
+/* 1022 ASCII bytes, then a 2-byte character across the host's 1023-byte
+   limit: filled in by the entry function. */
+static char long_doc[1100];
+#define DOC long_doc
+#else
+#define DOC "a test op"
+#endif
 #define DECL(name, schema, infer) \
-  { sizeof(tf_op_decl), name, schema, infer, "a test op" }
+  { sizeof(tf_op_decl), name, schema, infer, DOC }
 #define KERNEL(op, fn) \
   { sizeof(tf_kernel), op, TF_DEVICE_CPU, {TF_DTYPE_FLOAT, 32, 1}, fn, NULL }
 
@@ -313,6 +333,10 @@ static const tf_op_decl ops[] = {
     DECL("decl::accumulate_twice",
          "decl::accumulate_twice(Tensor x, Tensor(a!) acc) -> Tensor",
          infer_same_shapes),
+    /* Argument names that the host's own Python code might use. */
+    DECL("decl::shadow",
+         "decl::shadow(Tensor x, *, float _call=2.0, float _op=0.0) -> Tensor",
+         same_as_x),
 };
 static const tf_kernel kernels[] = {
     KERNEL("decl::twice", twice),
@@ -326,6 +350,7 @@ static const tf_kernel kernels[] = {
     KERNEL("decl::scaled_and_sum", scaled_and_sum),
     KERNEL("decl::accumulate", accumulate),
     KERNEL("decl::accumulate_twice", accumulate_twice),
+    KERNEL("decl::shadow", twice), /* scale is attrs[0]: _call */
 };
 #elif FLAW == SHADOWING_NAMES
 /* shadow::mix: out = _call * x + _op + 10 * _tf_call + 100 * _tf_op, so that
@@ -389,6 +414,11 @@ static const tf_kernel kernels[] = {
     KERNEL("many::f15_out", sum_all), KERNEL("many::f16x4", sum_all),
     KERNEL("many::f12w4x4", sum_all),
 };
+#elif FLAW == DOC_LONG
+static const tf_op_decl ops[] = {
+    DECL("dlong::f", "dlong::f(Tensor x) -> Tensor", same_as_x),
+};
+static const tf_kernel kernels[] = {KERNEL("dlong::f", twice)};
 #elif FLAW == SAME_SCHEMA || FLAW == CONFLICT
 static const tf_op_decl ops[] = {
     DECL("decl::twice",
@@ -448,7 +478,21 @@ static const tf_op_decl ops[] = {
          same_as_x),
 #elif FLAW == OPTIONAL_IN_PLACE
     DECL("dbad::f", "dbad::f(Tensor x, Tensor(a!)? acc) -> ()", same_as_x),
-#elif FLAW == KEYWORD_ARGUMENT
+#elif FLAW == NS_NAME
+    DECL("__name__::f", "__name__::f(Tensor x) -> Tensor", same_as_x),
+#elif FLAW == NS_SPEC
+    DECL("__spec__::f", "__spec__::f(Tensor x) -> Tensor", same_as_x),
+#elif FLAW == NS_BUILTINS
+    DECL("__builtins__::f", "__builtins__::f(Tensor x) -> Tensor", same_as_x),
+#elif FLAW == NS_ALL
+    DECL("__all__::f", "__all__::f(Tensor x) -> Tensor", same_as_x),
+#elif FLAW == OP_CLASS
+    DECL("dbad::__class__", "dbad::__class__(Tensor x) -> Tensor", same_as_x),
+#elif FLAW == OP_KEYWORD
+    DECL("dbad::lambda", "dbad::lambda(Tensor x) -> Tensor", same_as_x),
+#elif FLAW == NS_KEYWORD
+    DECL("lambda::f", "lambda::f(Tensor x) -> Tensor", same_as_x),
+#elif FLAW == ARG_KEYWORD
     DECL("dbad::f", "dbad::f(Tensor x, *, float lambda=1.0) -> Tensor",
          same_as_x),
 #else
@@ -456,7 +500,20 @@ static const tf_op_decl ops[] = {
 #endif
 };
 static const tf_kernel kernels[] = {
+#if FLAW >= NS_NAME && FLAW <= ARG_KEYWORD
+    /* The declared op's kernel, and no built-in op's. */
+    KERNEL(FLAW == NS_NAME       ? "__name__::f"
+           : FLAW == NS_SPEC     ? "__spec__::f"
+           : FLAW == NS_BUILTINS ? "__builtins__::f"
+           : FLAW == NS_ALL      ? "__all__::f"
+           : FLAW == OP_CLASS    ? "dbad::__class__"
+           : FLAW == OP_KEYWORD  ? "dbad::lambda"
+           : FLAW == NS_KEYWORD  ? "lambda::f"
+                                 : "dbad::f",
+           twice),
+#else
     KERNEL(FLAW == UNDECLARED_KERNEL ? "dbad::g" : "abs", twice),
+#endif
 };
 #endif
 
@@ -481,5 +538,15 @@ TF_PLUGIN_EXPORT const tf_plugin* torchferry_plugin_entry(
   (void)host_abi_major;
   (void)host_abi_minor;
   (void)host;
+#if FLAW == DOC_LONG
+  {
+    size_t i;
+    for (i = 0; i < 1022; ++i) long_doc[i] = 'a';
+    long_doc[1022] = (char)0xc3; /* e acute: 0xc3 0xa9 */
+    long_doc[1023] = (char)0xa9;
+    long_doc[1024] = 'z';
+    long_doc[1025] = '\0';
+  }
+#endif
   return &plugin;
 }
