@@ -16,8 +16,9 @@
 # Everything it writes goes to build/hardening/: logs/, reports/ (one file per
 # sanitizer report), summary.txt (the lines ./dev test prints at its end).
 #
-# Knobs: TF_HARDENING_FUZZ_RUNS (the gate's runs per target: 200000 for the
-# descriptor and schema targets, 20000 for the others), TF_HARDENING_FUZZ_SEED
+# Knobs: TF_HARDENING_FUZZ_RUNS (the gate's runs per target: 1000000 for the
+# descriptor and schema targets, 300000 for dlpack_import, 100000 for
+# call_args), TF_HARDENING_FUZZ_SEED
 # (1), TF_HARDENING_FUZZ_SECONDS (open-ended fuzzing after the gate, per
 # target, the four in parallel; 0, the default, runs none),
 # TF_HARDENING_LEAK_ITERATIONS (1000000), TF_HARDENING_ROUNDS (thread rounds, 200),
@@ -301,10 +302,14 @@ grep -h '^FAIL' "$LOGS/asan-hostile.log" 2>/dev/null >&2
 # that its verdict is the same on a quick machine and a loaded one. Open-ended
 # fuzzing (TF_HARDENING_FUZZ_SECONDS) comes after it, from the corpus grown in
 # build/fuzz/corpus, and is reported apart.
+# Runs per target: about 70 s for call_args and 10 - 30 s for the others on a
+# quiet two-core machine (measured 2026-12-05), longer on a loaded one, with
+# the same verdict.
 fuzz_runs() {
   case "$1" in
-    descriptor | schema) echo "${TF_HARDENING_FUZZ_RUNS:-200000}" ;;
-    *) echo "${TF_HARDENING_FUZZ_RUNS:-20000}" ;;
+    descriptor | schema) echo "${TF_HARDENING_FUZZ_RUNS:-1000000}" ;;
+    dlpack_import) echo "${TF_HARDENING_FUZZ_RUNS:-300000}" ;;
+    *) echo "${TF_HARDENING_FUZZ_RUNS:-100000}" ;;
   esac
 }
 # fuzz TARGET MODE: MODE gate or explore; the log goes to logs/fuzz-MODE-TARGET.log.

@@ -151,14 +151,21 @@ class Call : public TensorSource {
     return v % 16 == 0 ? 0 : 1 + v % 5;
   }
   // At most 4096 elements, so that deep ranks stay cheap: leading dims
-  // become 1 until the rest fits.
+  // become 1 (or stay 0) until the rest fits.
   std::vector<int64_t> Shape(int ndim) {
     std::vector<int64_t> s(ndim);
+    for (int64_t& d : s) d = Dim();
+    // The longest run of trailing dims that fits (a 0 counted as 1, so that
+    // an empty tensor's extent stays small too); the product of them all
+    // would overflow at the deepest ranks.
     int64_t numel = 1;
-    for (int64_t& d : s) numel *= (d = Dim());
-    for (size_t d = 0; numel > 4096 && d < s.size(); ++d) {
-      numel /= s[d];
-      s[d] = 1;
+    for (int d = ndim - 1; d >= 0; --d) {
+      const int64_t extent = std::max<int64_t>(s[d], 1);
+      if (numel * extent > 4096) {
+        for (int e = d; e >= 0; --e) s[e] = s[e] == 0 ? 0 : 1;
+        break;
+      }
+      numel *= extent;
     }
     return s;
   }
@@ -869,8 +876,12 @@ void Call::Describe(const std::string& plugin) const {
 void Call::CallKernel(Registry* registry) {
   const DtypeIndex key_dtype_ =
       frame_.dispatch_ref != nullptr ? frame_.dispatch_ref->dtype : kFloat32;
+  // The kernel the dispatcher would run: another op's where the preparation
+  // said so (mul of a float16 tensor and a number runs add's).
+  const OpId kernel_op =
+      frame_.kernel_op >= 0 ? static_cast<OpId>(frame_.kernel_op) : op_;
   const KernelEntry* k =
-      registry->Find(OpName(op_), TF_DEVICE_CPU, Dtype(key_dtype_).dtype);
+      registry->Find(OpName(kernel_op), TF_DEVICE_CPU, Dtype(key_dtype_).dtype);
   if (k == nullptr) return;  // the host raises NotImplementedError
   // Snapshot every block; afterwards only the out's elements may differ.
   std::vector<std::pair<unsigned char*, std::vector<unsigned char>>> before;
