@@ -118,6 +118,14 @@ inline double Dot(const double* a, const double* b, int64_t n) {
   return sum;
 }
 
+// p + by, or p itself when p is null: a tensor with no elements (head dim
+// 0) may have no memory, and pointer arithmetic on null is undefined even
+// where the result is never read.
+template <typename P>
+inline P* Advance(P* p, int64_t by) {
+  return p != nullptr ? p + by : p;
+}
+
 template <typename A>
 inline void Axpy(A* __restrict acc, const A* __restrict v, A p, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] += p * v[i];
@@ -145,7 +153,8 @@ inline void AttendRow(const RowArgs<T>& r, Scratch<A>& w) {
       if (r.keep != nullptr && r.keep[key * r.mask_step] == 0) {
         s = kNegInf;
       } else {
-        const A* k = RowOf<Isa>(r.k + key * r.k_row, r.k_step, r.e, w.k);
+        const A* k =
+            RowOf<Isa>(Advance(r.k, key * r.k_row), r.k_step, r.e, w.k);
         s = Dot(q, k, r.e) * scale;
         if (r.mask != nullptr)
           s += static_cast<A>(Load(r.mask[key * r.mask_step]));
@@ -169,7 +178,8 @@ inline void AttendRow(const RowArgs<T>& r, Scratch<A>& w) {
       const A p = w.scores[j];
       if (p == 0) continue;  // masked, or too small to count
       sum += p;
-      const A* v = RowOf<Isa>(r.v + (j0 + j) * r.v_row, r.v_step, r.ev, w.v);
+      const A* v =
+          RowOf<Isa>(Advance(r.v, (j0 + j) * r.v_row), r.v_step, r.ev, w.v);
       Axpy(w.acc, v, p, r.ev);
     }
   }
@@ -297,7 +307,7 @@ inline bool AttendBlock(const HeadArgs<T>& h, int64_t i0, int64_t qb,
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   constexpr int64_t QB = kQueryBlock;
   const int64_t e = h.e, ev = h.ev;
-  WidenTransposed(h.q + i0 * h.q_row, h.q_row, h.q_step, qb, e, w.q);
+  WidenTransposed(Advance(h.q, i0 * h.q_row), h.q_row, h.q_step, qb, e, w.q);
   int64_t most = 0, fewest = h.S;
   for (int64_t i = 0; i < qb; ++i) {
     int64_t keys = h.S;
@@ -317,10 +327,10 @@ inline bool AttendBlock(const HeadArgs<T>& h, int64_t i0, int64_t qb,
     const float* kblock = w.k;
     GemmOperand ks{e, 1};
     if constexpr (std::is_same_v<T, float>) {
-      kblock = h.k + j0 * h.k_row;
+      kblock = Advance(h.k, j0 * h.k_row);
       ks = {h.k_row, h.k_step};
     } else {
-      WidenRows<Isa>(h.k + j0 * h.k_row, h.k_row, h.k_step, kb, e, w.k);
+      WidenRows<Isa>(Advance(h.k, j0 * h.k_row), h.k_row, h.k_step, kb, e, w.k);
     }
     if (!Product(kblock, ks, w.q, {QB, 1}, w.s, {QB, 1}, kb, e, qb)) {
       return false;
@@ -380,13 +390,14 @@ inline bool AttendBlock(const HeadArgs<T>& h, int64_t i0, int64_t qb,
     bool v_in_place = false;
     if constexpr (std::is_same_v<T, float>) {
       if (h.v_step == 1) {  // the tiles read b's rows in place
-        vblock = h.v + j0 * h.v_row;
+        vblock = Advance(h.v, j0 * h.v_row);
         vs = {h.v_row, 1};
         v_in_place = true;
       }
     }
     if (!v_in_place) {
-      WidenRows<Isa>(h.v + j0 * h.v_row, h.v_row, h.v_step, kb, ev, w.v);
+      WidenRows<Isa>(Advance(h.v, j0 * h.v_row), h.v_row, h.v_step, kb, ev,
+                     w.v);
     }
     if (!Product(w.s, {1, QB}, vblock, vs, w.pv, {ev, 1}, qb, kb, ev)) {
       return false;
@@ -535,7 +546,6 @@ struct Attention {
 
     // An empty operand (a head dim or key count of 0) may have no data
     // pointer, and offsetting a null pointer is undefined: it stays null.
-    const auto Offset = [](auto* p, int64_t by) { return p ? p + by : p; };
     const T* qd = DataOf<const T>(q);
     const T* kd = DataOf<const T>(k);
     const T* vd = DataOf<const T>(v);
@@ -563,10 +573,10 @@ struct Attention {
         const int64_t kvh = h / group;
         RowArgs<T> r;
         r.q_step = q.strides[n - 1];
-        r.k = Offset(kd, off_k + kvh * k.strides[n - 3]);
+        r.k = Advance(kd, off_k + kvh * k.strides[n - 3]);
         r.k_row = k.strides[n - 2];
         r.k_step = k.strides[n - 1];
-        r.v = Offset(vd, off_v + kvh * v.strides[n - 3]);
+        r.v = Advance(vd, off_v + kvh * v.strides[n - 3]);
         r.v_row = v.strides[n - 2];
         r.v_step = v.strides[n - 1];
         r.mask_step = mask != nullptr ? mask->strides[n - 1] : 0;
@@ -578,7 +588,7 @@ struct Attention {
         if constexpr (std::is_same_v<A, float>) {
           if (block_memory) {
             HeadArgs<T> hd;
-            hd.q = qd + off_q + h * q.strides[n - 3];
+            hd.q = Advance(qd, off_q + h * q.strides[n - 3]);
             hd.q_row = q.strides[n - 2];
             hd.q_step = r.q_step;
             hd.k = r.k;
@@ -608,8 +618,9 @@ struct Attention {
           }
         }
         for (int64_t i = 0; i < L; ++i) {
-          r.q = Offset(qd, off_q + h * q.strides[n - 3] + i * q.strides[n - 2]);
-          r.out = Offset(
+          r.q =
+              Advance(qd, off_q + h * q.strides[n - 3] + i * q.strides[n - 2]);
+          r.out = Advance(
               od, off_o + h * out.strides[n - 3] + i * out.strides[n - 2]);
           const int64_t m_row =
               mask != nullptr
