@@ -172,7 +172,9 @@ bool Derive(OpFunction* fn) {
     if (!a.kwarg_only) ++sig.num_positional;
     fn->params[sig.num_params] = &a;
     sig.params[sig.num_params++] = a.name.c_str();
+    fn->num_tensors += a.type == ArgType::kTensor;
   }
+  fn->num_tensors += static_cast<int>(fn->schema.returns.size());
   fn->prepare = PrepareFor(entry.geometry);
   fn->has_out_arg = fn->schema.FindArg("out") >= 0;
   fn->doc = PythonSignature(*fn, /*self_marker=*/true) + "\n--\n\n" +

@@ -27,6 +27,8 @@ struct OpFunction {
   PrepareFn prepare;
   // The schema names an `out` argument: a one-return call must pass out=.
   bool has_out_arg = false;
+  // Tensor parameters plus returns: the room a declared op's frame needs.
+  int num_tensors = 0;
   // A plugin-declared op (ABI 1.1): its entry, and the text it points into.
   OpEntry declared{};
   std::string declared_by;       // the plugin that declared it; empty: built-in

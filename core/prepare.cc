@@ -819,11 +819,7 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
   int num_tensors = 0, num_in_place = 0;
   // Every tensor argument and every return is a tensor of the frame; a
   // schema may have more of them than the frame holds inline.
-  int num_tensor_params = 0;
-  for (int i = 0; i < fn.signature.num_params; ++i) {
-    num_tensor_params += fn.params[i]->type == ArgType::kTensor;
-  }
-  f.Reserve(num_tensor_params + static_cast<int>(fn.schema.returns.size()));
+  f.Reserve(fn.num_tensors);
   // Tensors first, in the schema's order: the first keys the kernel.
   for (int i = 0; i < fn.signature.num_params; ++i) {
     const SchemaArg& a = *fn.params[i];
