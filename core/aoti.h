@@ -3,8 +3,9 @@
 // these at run time (dlsym on the libtorch that `import torch` loaded), so one
 // binary serves every supported torch. Signatures follow
 // torch/csrc/inductor/aoti_torch/c/shim.h and torch/csrc/stable/c/shim.h,
-// which have kept them stable since torch 2.3; the last of the required
-// ones (aoti_torch_get_layout) came in torch 2.9.
+// which have kept them stable since torch 2.3, the first torch that exports
+// every required one. Three came later and are optional: the bridge tells a
+// tensor's layout and the meta device without them (core/bridge_read.cc).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,7 @@ using AtenTensorHandle = AtenTensorOpaque*;  // an at::Tensor* underneath
 using AOTITorchError = int32_t;              // 0 success, 1 failure
 
 struct AotiApi {
-  // Present in every torch >= 2.9: the bridge refuses to start without them.
+  // Present in every torch >= 2.3: the bridge refuses to start without them.
   AOTITorchError (*get_data_ptr)(AtenTensorHandle, void**);
   AOTITorchError (*get_dim)(AtenTensorHandle, int64_t*);
   AOTITorchError (*get_sizes)(AtenTensorHandle, int64_t**);
@@ -24,7 +25,6 @@ struct AotiApi {
   AOTITorchError (*get_dtype)(AtenTensorHandle, int32_t*);
   AOTITorchError (*get_device_type)(AtenTensorHandle, int32_t*);
   AOTITorchError (*get_device_index)(AtenTensorHandle, int32_t*);
-  AOTITorchError (*get_layout)(AtenTensorHandle, int32_t*);
   AOTITorchError (*get_storage_offset)(AtenTensorHandle, int64_t*);
   // Bytes in the tensor's storage (its nbytes), not elements.
   AOTITorchError (*get_storage_size)(AtenTensorHandle, int64_t*);
@@ -33,10 +33,15 @@ struct AotiApi {
   // Constants are functions in the shim; read once at start-up.
   int32_t (*device_type_cpu)();
   int32_t (*device_type_cuda)();
-  int32_t (*device_type_meta)();
-  int32_t (*layout_strided)();
 
   // Optional: NULL where this torch lacks them.
+  // torch >= 2.9 (get_layout), >= 2.7 (device_type_meta), >= 2.4
+  // (layout_strided). Without the first, a tensor that is not strided is told
+  // by its strides getter failing; without the second, the meta device's code
+  // is read from a meta tensor at start-up.
+  AOTITorchError (*get_layout)(AtenTensorHandle, int32_t*);
+  int32_t (*device_type_meta)();
+  int32_t (*layout_strided)();
   // torch >= 2.14: the stable PyObject -> at::Tensor conversion (new ref).
   AOTITorchError (*tensor_from_pyobject)(void* py_obj, AtenTensorHandle* out);
   // torch >= 2.13: the message of the last failure on this thread, without

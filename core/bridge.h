@@ -42,6 +42,10 @@ struct TensorRef {
   PyObject* object;  // borrowed from the caller's arguments
   AtenTensorHandle owned_handle = nullptr;  // shim path
   void* dlpack_managed = nullptr;           // dlpack path
+  // The row-major strides of a DLPack tensor that came without any (DLPack
+  // before 1.0 allows it for a compact tensor; numpy 1.x exports so), freed
+  // with dlpack_managed.
+  int64_t* dlpack_strides = nullptr;
   bool dlpack_versioned = false;
   bool read_only = false;  // a DLPack export flagged read-only
 
@@ -167,7 +171,23 @@ class Bridge {
   void ReleaseShimHandle(TensorRef* ref);
   void ReleaseDlpack(TensorRef* ref);
   void Calibrate(PyObject* torch_module, int major, int minor);
+  void FindMetaDevice(PyObject* torch_module);
+  // The at::Tensor* inside a torch.Tensor at the calibrated offset: torch
+  // 2.3 - 2.9 hold a c10::MaybeOwned<at::Tensor>, whose flag says whether it
+  // holds the tensor or points at one.
+  AtenTensorHandle HandleAt(PyObject* obj) const {
+    char* base = reinterpret_cast<char*>(obj);
+    if (calibration_.borrowed_flag_offset >= 0 &&
+        *(base + calibration_.borrowed_flag_offset)) {
+      return *reinterpret_cast<AtenTensorHandle*>(base +
+                                                  calibration_.tensor_offset);
+    }
+    return reinterpret_cast<AtenTensorHandle>(base +
+                                              calibration_.tensor_offset);
+  }
   bool RaiseTorchFailure(const char* getter, PyObject* obj, const char* what);
+  bool IsStrided(PyObject* obj);
+  bool RaiseNotStrided(PyObject* obj, const char* what);
 
   bool initialized_ = false;
   TorchLibrary lib_;
@@ -179,6 +199,7 @@ class Bridge {
   VersionCounter versions_;
   StorageProbe storage_;
   MetaProbe meta_;
+  PyObject* torch_module_ = nullptr;        // torch, kept for life
   PyTypeObject* tensor_type_ = nullptr;     // torch.Tensor
   PyTypeObject* parameter_type_ = nullptr;  // torch.nn.Parameter
   PyObject* plain_torch_dispatch_ = nullptr;
@@ -186,7 +207,8 @@ class Bridge {
   // and buffers before their first forward, which hold no data yet.
   PyTypeObject* uninitialized_type_ = nullptr;
   PyCFunction is_neg_ = nullptr;  // TensorBase.is_neg, called directly
-  int32_t torch_cpu_ = 0, torch_cuda_ = 1, torch_meta_ = 9, strided_ = 0;
+  int32_t torch_cpu_ = 0, torch_cuda_ = 1, torch_meta_ = -1, strided_ = 0;
+  bool has_layout_ = false;  // aoti_torch_get_layout and layout_strided
   std::atomic<uint64_t> counts_[kNumBridgePaths] = {};
   std::atomic<uint64_t> shim_created_{0}, shim_deleted_{0};
 };

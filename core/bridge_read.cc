@@ -50,15 +50,7 @@ bool Bridge::ReadTorchTensor(PyObject* obj, const char* what, TensorRef* ref) {
     ref->owned_handle = handle;
     Bump(shim_created_);
   } else {
-    char* base = reinterpret_cast<char*>(obj);
-    if (calibration_.borrowed_flag_offset >= 0 &&
-        *(base + calibration_.borrowed_flag_offset)) {
-      handle = *reinterpret_cast<AtenTensorHandle*>(base +
-                                                    calibration_.tensor_offset);
-    } else {
-      handle =
-          reinterpret_cast<AtenTensorHandle>(base + calibration_.tensor_offset);
-    }
+    handle = HandleAt(obj);
   }
   Bump(counts_[static_cast<int>(path_)]);
   bool plain = false;  // read from the TensorImpl: no negative bit
@@ -80,16 +72,10 @@ bool Bridge::FillFromGetters(AtenTensorHandle h, PyObject* obj,
                              TensorRef* ref) {
   const AotiApi& a = lib_.api;
   int32_t layout, device_type;
-  if (a.get_layout(h, &layout) != 0) {
+  if (has_layout_ && a.get_layout(h, &layout) != 0) {
     return RaiseTorchFailure("layout", obj, what);
   }
-  if (layout != strided_) {
-    return RaiseError(
-        PyExc_TypeError,
-        fmt::format("{}: expected a dense (torch.strided) tensor, got layout "
-                    "{}; call .to_dense() first",
-                    what, PyAttrText(obj, "layout")));
-  }
+  if (has_layout_ && layout != strided_) return RaiseNotStrided(obj, what);
   if (a.get_device_type(h, &device_type) != 0) {
     return RaiseTorchFailure("device", obj, what);
   }
@@ -114,11 +100,34 @@ bool Bridge::FillFromGetters(AtenTensorHandle h, PyObject* obj,
                                   what, PyAttrText(obj, "device")));
   }
   if (a.get_dtype(h, code) != 0) return RaiseTorchFailure("dtype", obj, what);
-  if (a.get_dim(h, ndim) != 0 || a.get_sizes(h, &v.shape) != 0 ||
-      a.get_strides(h, &v.strides) != 0) {
-    return RaiseTorchFailure("sizes and strides", obj, what);
+  if (a.get_dim(h, ndim) != 0 || a.get_sizes(h, &v.shape) != 0) {
+    return RaiseTorchFailure("sizes", obj, what);
+  }
+  if (a.get_strides(h, &v.strides) != 0) {
+    return RaiseTorchFailure("strides", obj, what);
   }
   return true;
+}
+
+// Whether `obj` reports torch.strided; runs Python, so only on the way to a
+// refusal.
+bool Bridge::IsStrided(PyObject* obj) {
+  PyObject* layout = PyObject_GetAttrString(obj, "layout");
+  PyObject* strided =
+      layout ? PyObject_GetAttrString(torch_module_, "strided") : nullptr;
+  const bool same = strided != nullptr && layout == strided;
+  Py_XDECREF(strided);
+  Py_XDECREF(layout);
+  PyErr_Clear();
+  return same;
+}
+
+bool Bridge::RaiseNotStrided(PyObject* obj, const char* what) {
+  return RaiseError(
+      PyExc_TypeError,
+      fmt::format("{}: expected a dense (torch.strided) tensor, got layout "
+                  "{}; call .to_dense() first",
+                  what, PyAttrText(obj, "layout")));
 }
 
 bool Bridge::FillFromHandle(AtenTensorHandle h, PyObject* obj, const char* what,

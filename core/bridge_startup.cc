@@ -51,17 +51,24 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
                       fmt::format("torchferry cannot use torch {}: {}",
                                   torch_version, error));
   }
-  if (major < 2 || (major == 2 && minor < 9)) {
+  if (major < 2 || (major == 2 && minor < 3)) {
     return RaiseError(
         PyExc_ImportError,
-        fmt::format("torchferry needs torch >= 2.9, found torch {}; upgrade "
-                    "torch (pip install 'torch>=2.9')",
+        fmt::format("torchferry needs torch >= 2.3, found torch {}; upgrade "
+                    "torch (pip install 'torch>=2.3')",
                     torch_version));
   }
+  Py_INCREF(torch_module);
+  torch_module_ = torch_module;
   torch_cpu_ = lib_.api.device_type_cpu();
   torch_cuda_ = lib_.api.device_type_cuda();
-  torch_meta_ = lib_.api.device_type_meta();
-  strided_ = lib_.api.layout_strided();
+  // Without aoti_torch_device_type_meta (torch < 2.7) the meta device's code
+  // is read from a meta tensor once calibration has found the handles.
+  torch_meta_ = lib_.api.device_type_meta ? lib_.api.device_type_meta() : -1;
+  // Compared with get_layout's answer, which needs both (torch >= 2.9).
+  has_layout_ =
+      lib_.api.get_layout != nullptr && lib_.api.layout_strided != nullptr;
+  strided_ = has_layout_ ? lib_.api.layout_strided() : 0;
 
   PyObject* tensor = PyObject_GetAttrString(torch_module, "Tensor");
   PyObject* nn = tensor ? PyObject_GetAttrString(torch_module, "nn") : nullptr;
@@ -113,6 +120,7 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
   is_neg_ = reinterpret_cast<PyMethodDescrObject*>(is_neg)->d_method->ml_meth;
 
   Calibrate(torch_module, major, minor);
+  if (torch_meta_ < 0) FindMetaDevice(torch_module);
   ProbeNegBit(torch_module);
   // The key set the negative-bit probe found is a TensorImpl field: the
   // bytes up to it lie inside every TensorImpl, and the other probes read
@@ -232,16 +240,9 @@ void Bridge::Calibrate(PyObject* torch_module, int major, int minor) {
   if (view == nullptr) {
     return finish(false, "could not create the calibration tensors");
   }
-  auto handle_at = [&](PyObject* t) -> AtenTensorHandle {
-    char* obj = reinterpret_cast<char*>(t);
-    if (c.borrowed_flag_offset >= 0 && *(obj + c.borrowed_flag_offset)) {
-      return *reinterpret_cast<AtenTensorHandle*>(obj + c.tensor_offset);
-    }
-    return reinterpret_cast<AtenTensorHandle>(obj + c.tensor_offset);
-  };
   for (PyObject* t : {tensor, view}) {
     const void* impl = TensorImplOf(t);
-    void* word = *reinterpret_cast<void**>(handle_at(t));
+    void* word = *reinterpret_cast<void**>(HandleAt(t));
     if (impl == nullptr || word != impl) {
       return finish(false,
                     fmt::format("the TensorImpl* ({}) was not found at byte {} "
@@ -252,7 +253,7 @@ void Bridge::Calibrate(PyObject* torch_module, int major, int minor) {
     }
   }
   const AotiApi& a = lib_.api;
-  AtenTensorHandle h = handle_at(tensor);
+  AtenTensorHandle h = HandleAt(tensor);
   int64_t dim = 0;
   int64_t* sizes = nullptr;
   int32_t dtype = -1;
@@ -267,7 +268,7 @@ void Bridge::Calibrate(PyObject* torch_module, int major, int minor) {
   PyObject* expected = PyObject_CallMethod(view, "data_ptr", nullptr);
   void* expected_ptr = expected ? PyLong_AsVoidPtr(expected) : nullptr;
   Py_XDECREF(expected);
-  if (a.get_data_ptr(handle_at(view), &data) != 0 || data != expected_ptr) {
+  if (a.get_data_ptr(HandleAt(view), &data) != 0 || data != expected_ptr) {
     return finish(
         false,
         "the data pointer read through the calibrated offset does "
@@ -285,11 +286,32 @@ void Bridge::Calibrate(PyObject* torch_module, int major, int minor) {
                            c.tensor_offset));
 }
 
+// The meta device's code, from a meta tensor read at the calibrated offset:
+// torch < 2.7 exports no aoti_torch_device_type_meta. Where this fails the
+// code stays -1 and a meta tensor is refused as a device torchferry does not
+// carry, which is still a refusal.
+void Bridge::FindMetaDevice(PyObject* torch_module) {
+  if (!calibration_.ok) return;
+  PyObject* meta = PyObject_CallMethod(torch_module, "empty", "(i)", 1);
+  PyObject* on_meta =
+      meta ? PyObject_CallMethod(meta, "to", "(s)", "meta") : nullptr;
+  int32_t code = -1;
+  if (on_meta != nullptr &&
+      lib_.api.get_device_type(HandleAt(on_meta), &code) == 0 &&
+      code != torch_cpu_ && code != torch_cuda_) {
+    torch_meta_ = code;
+  }
+  Py_XDECREF(on_meta);
+  Py_XDECREF(meta);
+  PyErr_Clear();
+}
+
 bool Bridge::Read(PyObject* obj, const char* what, bool writable,
                   TensorRef* ref) {
   ref->object = obj;
   ref->owned_handle = nullptr;
   ref->dlpack_managed = nullptr;
+  ref->dlpack_strides = nullptr;
   PyTypeObject* type = Py_TYPE(obj);
   if (type == tensor_type_ || type == parameter_type_) {
     return ReadTorchTensor(obj, what, ref);
@@ -308,15 +330,42 @@ bool Bridge::Read(PyObject* obj, const char* what, bool writable,
 
 void Bridge::ProbeNegBit(PyObject* torch_module) {
   NegBitProbe& p = neg_probe_;
-  // A plain tensor, its negated view, and an inference tensor: three
-  // different key sets that must all sit at the same offset.
+  // Two plain tensors of different dtypes and shapes, and the negated view
+  // of each: the key set is the word that is equal in both plain tensors and
+  // differs from their negated views in the same single bit.
   PyObject* plain = PyObject_CallMethod(torch_module, "empty", "(i)", 4);
   PyObject* negated =
       plain ? PyObject_CallMethod(torch_module, "_neg_view", "(O)", plain)
             : nullptr;
+  PyObject* other =
+      negated ? PyObject_CallMethod(torch_module, "zeros", "(ii)", 3, 5)
+              : nullptr;
+  PyObject* other_negated =
+      other ? PyObject_CallMethod(torch_module, "_neg_view", "(O)", other)
+            : nullptr;
+  // An inference tensor's key set is a plain one's less the autograd keys:
+  // without raw_repr, it tells the key set from a bit field of TensorImpl
+  // that a negated view also changes by one bit (torch 2.14's does).
+  PyObject* inference = nullptr;
+  if (other_negated != nullptr) {
+    PyObject* mode =
+        PyObject_CallMethod(torch_module, "inference_mode", nullptr);
+    PyObject* entered =
+        mode ? PyObject_CallMethod(mode, "__enter__", nullptr) : nullptr;
+    inference = entered ? PyObject_CallMethod(torch_module, "empty", "(i)", 4)
+                        : nullptr;
+    PyObject* exited = entered ? PyObject_CallMethod(mode, "__exit__", "(OOO)",
+                                                     Py_None, Py_None, Py_None)
+                               : nullptr;
+    Py_XDECREF(exited);
+    Py_XDECREF(entered);
+    Py_XDECREF(mode);
+  }
   PyObject* c = PyObject_GetAttrString(torch_module, "_C");
   PyObject* keys_of = c ? PyObject_GetAttrString(c, "_dispatch_keys") : nullptr;
   Py_XDECREF(c);
+  // torch._C._dispatch_keys(t).raw_repr() (torch >= 2.4) names the word's
+  // value, which confirms the find; torch 2.3 has no raw_repr.
   auto raw_keys = [&](PyObject* t, uint64_t* raw) {
     PyObject* keys = PyObject_CallFunctionObjArgs(keys_of, t, nullptr);
     PyObject* value =
@@ -324,39 +373,64 @@ void Bridge::ProbeNegBit(PyObject* torch_module) {
     *raw = value ? PyLong_AsUnsignedLongLong(value) : 0;
     Py_XDECREF(value);
     Py_XDECREF(keys);
-    return value != nullptr && !PyErr_Occurred();
+    const bool ok = value != nullptr && !PyErr_Occurred();
+    PyErr_Clear();
+    return ok;
   };
+  const char* impls[5] = {};
+  if (inference != nullptr) {
+    impls[0] = TensorImplOf(plain);
+    impls[1] = TensorImplOf(negated);
+    impls[2] = TensorImplOf(other);
+    impls[3] = TensorImplOf(other_negated);
+    impls[4] = TensorImplOf(inference);
+  }
   uint64_t raw_plain = 0, raw_negated = 0;
-  const char* impl_plain = negated ? TensorImplOf(plain) : nullptr;
-  const char* impl_negated = negated ? TensorImplOf(negated) : nullptr;
-  if (keys_of == nullptr || impl_plain == nullptr || impl_negated == nullptr ||
-      !raw_keys(plain, &raw_plain) || !raw_keys(negated, &raw_negated)) {
-    p.detail = "torch._C._dispatch_keys(t).raw_repr() is unavailable";
+  const bool have_raw = keys_of != nullptr && impls[0] != nullptr &&
+                        raw_keys(plain, &raw_plain) &&
+                        raw_keys(negated, &raw_negated);
+  if (impls[0] == nullptr || impls[1] == nullptr || impls[2] == nullptr ||
+      impls[3] == nullptr || impls[4] == nullptr) {
+    p.detail = "could not create the probe tensors";
   } else {
-    p.negative_mask = raw_negated & ~raw_plain;
     // Scan the TensorImpl word by word, stopping at the first match: the key
     // set lies well inside the object in every torch 2.x (byte 168 - 176),
     // and the scan never goes past kMaxScan.
     constexpr Py_ssize_t kMaxScan = 256;
+    auto word = [](const char* impl, Py_ssize_t off) {
+      uint64_t w;
+      std::memcpy(&w, impl + off, sizeof(w));
+      return w;
+    };
     for (Py_ssize_t off = sizeof(void*); off < kMaxScan; off += 8) {
-      uint64_t word;
-      std::memcpy(&word, impl_plain + off, sizeof(word));
-      if (word != raw_plain) continue;
-      uint64_t negated_word;
-      std::memcpy(&negated_word, impl_negated + off, sizeof(negated_word));
-      p.ok = negated_word == raw_negated &&
-             __builtin_popcountll(p.negative_mask) == 1;
+      const uint64_t w = word(impls[0], off), n = word(impls[1], off);
+      const uint64_t inf = word(impls[4], off);
+      if (have_raw ? (w != raw_plain || n != raw_negated)
+                   : (w != word(impls[2], off) || n != word(impls[3], off) ||
+                      __builtin_popcountll(w ^ n) != 1 || (w & n) != w ||
+                      inf == w || (inf & ~w) != 0)) {
+        continue;
+      }
+      p.negative_mask = n & ~w;
+      p.ok = __builtin_popcountll(p.negative_mask) == 1;
       p.keyset_offset = off;
       break;
     }
     p.detail = p.ok ? fmt::format(
                           "DispatchKeySet at byte {} of TensorImpl, "
-                          "negative bit {:#x}",
-                          p.keyset_offset, p.negative_mask)
+                          "negative bit {:#x}{}",
+                          p.keyset_offset, p.negative_mask,
+                          have_raw ? ""
+                                   : " (found by comparing tensors with "
+                                     "their negated views: this torch's "
+                                     "DispatchKeySet has no raw_repr)")
                     : "the DispatchKeySet was not found in the TensorImpl";
   }
   if (!p.ok) p.detail += "; checking Tensor.is_neg per tensor instead";
   Py_XDECREF(keys_of);
+  Py_XDECREF(inference);
+  Py_XDECREF(other_negated);
+  Py_XDECREF(other);
   Py_XDECREF(negated);
   Py_XDECREF(plain);
   PyErr_Clear();
@@ -377,6 +451,10 @@ bool Bridge::RaiseTorchFailure(const char* getter, PyObject* obj,
                                   "tensor, e.g. t.to_padded_tensor(0)",
                                   what));
   }
+  // Without aoti_torch_get_layout (torch < 2.9) a sparse, compressed or
+  // mkldnn tensor is first told by a getter failing (its strides or its
+  // data pointer): say what is wrong with it, not which getter failed.
+  if (!has_layout_ && !IsStrided(obj)) return RaiseNotStrided(obj, what);
   const char* what_failed =
       lib_.api.exception_get_what ? lib_.api.exception_get_what() : nullptr;
   std::string why = what_failed ? what_failed : "no message (torch < 2.13)";

@@ -2,6 +2,7 @@
 // checked field by field before a kernel may walk it.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -46,29 +47,26 @@ std::string CheckDlpackTensor(const dlpack::Tensor& dl, DtypeIndex* dtype,
         "with a shape",
         dl.ndim, dl.shape ? "" : " and no shape", kMaxDims);
   }
-  if (dl.strides == nullptr && dl.ndim > 1) {
-    *error_type = PyExc_NotImplementedError;
-    return "the DLPack tensor has no strides (a DLPack < 0.6 compact "
-           "tensor); pass a torch tensor";
-  }
   // Elements, and the furthest element in each direction, must fit int64.
+  // No strides (DLPack before 1.0, for a compact tensor): row-major, whose
+  // furthest element is the last.
   int64_t count = 1, reach = 0;
   for (int32_t d = 0; d < dl.ndim; ++d) {
     const int64_t size = dl.shape[d];
-    const int64_t stride = dl.strides ? dl.strides[d] : 1;
     int64_t step;
     if (size < 0) {
       return fmt::format("the DLPack tensor has size {} on dim {}", size, d);
     }
     if (__builtin_mul_overflow(count, size, &count) ||
-        (size > 0 &&
-         (__builtin_mul_overflow(size - 1, stride, &step) ||
+        (size > 0 && dl.strides != nullptr &&
+         (__builtin_mul_overflow(size - 1, dl.strides[d], &step) ||
           step == INT64_MIN ||  // has no positive counterpart
           __builtin_add_overflow(reach, step < 0 ? -step : step, &reach)))) {
       return "the DLPack tensor describes more elements or bytes than fit in "
              "int64";
     }
   }
+  if (dl.strides == nullptr && count > 0) reach = count - 1;
   const int64_t itemsize = Dtype(*dtype).itemsize;
   int64_t span, bytes;
   if (__builtin_add_overflow(reach, 1, &span) ||
@@ -192,6 +190,19 @@ bool Bridge::ReadDlpack(PyObject* obj, const char* what, bool writable,
     return RaiseError(error_type, message);
   }
   static int64_t kUnitStride = 1;
+  if (dl->strides == nullptr && dl->ndim > 1) {
+    // Row-major strides, as torch gives a compact tensor: a dim of size 0
+    // or 1 counts as 1, so they fit whenever the sizes' product does.
+    ref->dlpack_strides = new int64_t[dl->ndim];
+    int64_t step = 1;
+    for (int32_t d = dl->ndim - 1; d >= 0; --d) {
+      ref->dlpack_strides[d] = step;
+      if (__builtin_mul_overflow(step, std::max<int64_t>(dl->shape[d], 1),
+                                 &step)) {
+        step = INT64_MAX;  // only past the outermost dim, or for no elements
+      }
+    }
+  }
   tf_tensor& v = ref->view;
   v.device = {dl->device.device_type, dl->device.device_id};
   v.dtype = Dtype(ref->dtype).dtype;
@@ -201,7 +212,9 @@ bool Bridge::ReadDlpack(PyObject* obj, const char* what, bool writable,
   v.byte_offset = 0;
   v.ndim = dl->ndim;
   v.shape = dl->shape;
-  v.strides = dl->strides ? dl->strides : &kUnitStride;
+  v.strides = dl->strides           ? dl->strides
+              : ref->dlpack_strides ? ref->dlpack_strides
+                                    : &kUnitStride;
   v.flags = ContiguityFlag(v.ndim, v.shape, v.strides);
   v.source = nullptr;
   v.source_kind = TF_SOURCE_NONE;
@@ -221,6 +234,8 @@ void Bridge::ReleaseDlpack(TensorRef* ref) {
     if (m->deleter) m->deleter(m);
   }
   ref->dlpack_managed = nullptr;
+  delete[] ref->dlpack_strides;
+  ref->dlpack_strides = nullptr;
   PyErr_Restore(type, value, trace);
 }
 

@@ -87,7 +87,6 @@ bool ResolveTorchLibrary(TorchLibrary* lib, std::string* error) {
        reinterpret_cast<const void*>(a.get_device_type)},
       {"aoti_torch_get_device_index",
        reinterpret_cast<const void*>(a.get_device_index)},
-      {"aoti_torch_get_layout", reinterpret_cast<const void*>(a.get_layout)},
       {"aoti_torch_get_storage_offset",
        reinterpret_cast<const void*>(a.get_storage_offset)},
       {"aoti_torch_get_storage_size",
@@ -100,10 +99,6 @@ bool ResolveTorchLibrary(TorchLibrary* lib, std::string* error) {
        reinterpret_cast<const void*>(a.device_type_cpu)},
       {"aoti_torch_device_type_cuda",
        reinterpret_cast<const void*>(a.device_type_cuda)},
-      {"aoti_torch_device_type_meta",
-       reinterpret_cast<const void*>(a.device_type_meta)},
-      {"aoti_torch_layout_strided",
-       reinterpret_cast<const void*>(a.layout_strided)},
   };
   std::string missing;
   for (const auto& [symbol, fn] : required) {
@@ -112,12 +107,11 @@ bool ResolveTorchLibrary(TorchLibrary* lib, std::string* error) {
     }
   }
   if (!missing.empty()) {
-    // 2.3 - 2.8 lack aoti_torch_get_layout, 2.3 - 2.6 also
-    // aoti_torch_device_type_meta (measured on the PyPI wheels).
+    // torch 2.2 and older lack some, 1.13 all of them.
     *error = fmt::format(
-        "{} lacks the AOTI C shim functions {}, which every torch >= 2.9 "
+        "{} lacks the AOTI C shim functions {}, which every torch >= 2.3 "
         "exports; this torch is too old or not a standard build (pip install "
-        "'torch>=2.9')",
+        "'torch>=2.3')",
         lib->cpu_library_path, missing);
     return false;
   }

@@ -50,9 +50,12 @@ def main() -> int:
         return 1
     # Wheels record their _GLIBCXX_USE_CXX11_ABI only inside torch._C, which
     # needs the import this script avoids. The mangled names tell it as well:
-    # a library built with the new ABI exports symbols that mention
-    # std::__cxx11::basic_string, one built with the old ABI none.
-    cxx11_abi = int(b"NSt7__cxx1112basic_string" in (root / "lib" / "libc10.so").read_bytes())
+    # c10's assertion helper takes a std::string, spelled
+    # std::__cxx11::basic_string under the new ABI and `Ss` under the old
+    # (torch <= 2.5's wheels). Any mention of std::__cxx11 is no proof: an
+    # old-ABI libc10 still exports a few symbols that name it.
+    c10 = (root / "lib" / "libc10.so").read_bytes()
+    cxx11_abi = int(b"torchInternalAssertFailEPKcS2_jS2_RKSs" not in c10)
     print(f"root={root}")
     print(f"cxx11_abi={cxx11_abi}")
     print(f"cxx_std={cxx_standard(root)}")

@@ -73,8 +73,18 @@ void Attention(BoundTensors& tensors, const tf_call& call) {
   }
   // The host presents k and v with their own head count under GQA.
   const bool gqa = q.size(-3) != k.size(-3);
+#if TORCHFERRY_ATEN_HAS_SDPA_GQA
   tensors.Output(0).copy_(at::scaled_dot_product_attention(
       q, k, v, mask, /*dropout_p=*/0.0, /*is_causal=*/causal == 1, scale, gqa));
+#else
+  // No enable_gqa before torch 2.5: each k and v head serves a run of
+  // q.size(-3) / k.size(-3) query heads, as enable_gqa would pair them.
+  const int64_t groups = gqa ? q.size(-3) / k.size(-3) : 1;
+  const at::Tensor kk = gqa ? k.repeat_interleave(groups, -3) : k;
+  const at::Tensor vv = gqa ? v.repeat_interleave(groups, -3) : v;
+  tensors.Output(0).copy_(at::scaled_dot_product_attention(
+      q, kk, vv, mask, /*dropout_p=*/0.0, /*is_causal=*/causal == 1, scale));
+#endif
 }
 
 }  // namespace torchferry::aten

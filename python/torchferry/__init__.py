@@ -17,9 +17,10 @@ import torch as _torch
 __version__ = "0.1.0"
 
 # The first torch whose libtorch_cpu.so exports every AOTI C shim function the
-# bridge needs: 2.3 - 2.8 lack aoti_torch_get_layout (2.3 - 2.6 also
-# aoti_torch_device_type_meta, 2.3 also aoti_torch_layout_strided).
-MIN_TORCH = (2, 9)
+# bridge needs. Three it uses where they exist came later
+# (aoti_torch_get_layout in 2.9, aoti_torch_device_type_meta in 2.7,
+# aoti_torch_layout_strided in 2.4); the bridge does without them.
+MIN_TORCH = (2, 3)
 
 # What core/torch_library.cc refuses to start without (a test keeps the two
 # lists equal). Only an import that is refused reads it, to name what is
@@ -32,15 +33,12 @@ REQUIRED_TORCH_SYMBOLS = (
     "aoti_torch_get_dtype",
     "aoti_torch_get_device_type",
     "aoti_torch_get_device_index",
-    "aoti_torch_get_layout",
     "aoti_torch_get_storage_offset",
     "aoti_torch_get_storage_size",
     "aoti_torch_delete_tensor_object",
     "aoti_torch_grad_mode_is_enabled",
     "aoti_torch_device_type_cpu",
     "aoti_torch_device_type_cuda",
-    "aoti_torch_device_type_meta",
-    "aoti_torch_layout_strided",
 )
 
 
@@ -129,20 +127,33 @@ ops.__all__ = ops._Export()
 from .config import cflags, cmake_dir, include_dir, pkgconfig_dir, plugin_dir  # noqa: E402
 
 
+# torch.compile integration (torchferry.library) needs torch >= 2.5: 2.3
+# lacks torch.library.register_fake, 2.4 Dynamo's substitute_in_graph.
+COMPILE_FLOOR = (2, 5)
+# None where torchferry's ops are torch custom ops, else why not (`info`).
+COMPILE_UNAVAILABLE = None
+
+
 def _load_library():
     """torch.compile integration (torchferry.library). A torch that lacks an
-    API it needs gets none of it, and a warning naming the API; the eager
-    ops work regardless, and `import torchferry.library` raises the same."""
+    API it needs gets none of it; the eager ops work regardless, and `import
+    torchferry.library` raises the same. A torch below COMPILE_FLOOR lacks
+    them by design and is not warned about at every import; a newer one that
+    lacks them is an odd build, and the warning names the API."""
+    global COMPILE_UNAVAILABLE
     try:
         from . import library
 
         # Imported earlier (by an entry point's module, before the plugins
         # loaded; or before a reload): registers what it has not yet.
         library._register_all()
+        COMPILE_UNAVAILABLE = None
     except ImportError as e:
-        import warnings
+        COMPILE_UNAVAILABLE = str(e)
+        if _release(_torch.__version__) >= COMPILE_FLOOR:
+            import warnings
 
-        warnings.warn(str(e), RuntimeWarning, stacklevel=3)
+            warnings.warn(str(e), RuntimeWarning, stacklevel=3)
 
 
 _load_library()

@@ -44,6 +44,7 @@ def collect():
             for o in torchferry.ops.schemas()
             if o["declared_by"]
         ],
+        "compile": torchferry.COMPILE_UNAVAILABLE or "on: every op is a torch custom op (torch.ops.torchferry)",
         "skipped": plugins.skipped(),
         "shadowed": plugins.shadowed(),
     }
@@ -96,6 +97,7 @@ def render(data):
         f"  grad check: {b['grad_check']}",
         f"  output allocation: {b['out_alloc']['route']}: {b['out_alloc']['reason']}",
         "  conversions: " + ", ".join(f"{k}={v}" for k, v in data["path_counts"].items()),
+        f"torch.compile: {data['compile']}",
         "",
         f"plugins (loaded in {data['load_seconds'] * 1e3:.2f} ms; search: "
         f"{_search_setting(data['plugin_search'], 'TORCHFERRY_PLUGIN_PATH')}, "

@@ -41,7 +41,7 @@ from .reference import REFERENCES
 NAMESPACE = "torchferry"
 
 # What this module needs of torch, by dotted name; all exist from torch 2.5
-# on (the project's floor is 2.9). The last is Dynamo's, checked when
+# on (torchferry.COMPILE_FLOOR; the eager ops' floor is 2.3). The last is Dynamo's, checked when
 # torch._dynamo loads (see _when_dynamo_loads).
 REQUIRED_TORCH_APIS = (
     "torch.library.Library",

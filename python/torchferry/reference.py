@@ -113,9 +113,12 @@ def _scaled_dot_product_attention(
     q, k, v = (t.float() if wide else t for t in (query, key, value))
     if wide and attn_mask is not None and attn_mask.dtype != torch.bool:
         attn_mask = attn_mask.float()
-    out = torch.nn.functional.scaled_dot_product_attention(
-        q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa
-    )
+    if enable_gqa and q.shape[-3] != k.shape[-3]:
+        # What enable_gqa does, spelled out for torch < 2.5, which lacks it:
+        # each k and v head serves a run of query heads.
+        groups = q.shape[-3] // k.shape[-3]
+        k, v = k.repeat_interleave(groups, -3), v.repeat_interleave(groups, -3)
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
     return out.to(query.dtype)
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# torch older than the floor (2.9) must be refused at import with a clear
+# torch older than the floor (2.3) must be refused at import with a clear
 # message that names what its libtorch_cpu lacks, never half-loaded. Debian's python3-torch (1.13.1) under Debian's own python3 is
 # such a torch. The torchferry package is copied out of a venv so that the
 # venv's own torch stays out of sight.
@@ -21,6 +21,6 @@ else:
 ' 2>&1) || true
 echo "$out"
 grep -q '^torch 1\.13' <<<"$out" || { echo "FAIL: expected Debian's torch 1.13 under /usr/bin/python3"; exit 1; }
-grep -q 'ImportError: torchferry needs torch >= 2.9, found torch 1.13' <<<"$out" || { echo "FAIL: torch 1.13 was not refused clearly"; exit 1; }
+grep -q 'ImportError: torchferry needs torch >= 2.3, found torch 1.13' <<<"$out" || { echo "FAIL: torch 1.13 was not refused clearly"; exit 1; }
 grep -q 'libtorch_cpu.so[.0-9]* lacks aoti_torch_get_data_ptr, ' <<<"$out" || { echo "FAIL: the refusal does not name what torch 1.13's libtorch_cpu lacks"; exit 1; }
 echo "1 passed, 0 failed: torch 1.13 refused at import"

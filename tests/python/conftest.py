@@ -50,6 +50,30 @@ def dtype_id(dtype):
 # --- tensors -------------------------------------------------------------------
 
 
+def rms_norm_ref(x, normalized_shape, weight=None, eps=None):
+    """torch.nn.functional.rms_norm, spelled out where torch lacks it (< 2.4)."""
+    if hasattr(torch.nn.functional, "rms_norm"):
+        return torch.nn.functional.rms_norm(x, normalized_shape, weight, eps)
+    dims = tuple(range(-len(normalized_shape), 0))
+    eps = torch.finfo(x.dtype).eps if eps is None else eps
+    out = x * torch.rsqrt(x.pow(2).mean(dims, keepdim=True) + eps)
+    return out if weight is None else out * weight
+
+
+UNSIGNED = {torch.uint8, torch.uint16, torch.uint32, torch.uint64}
+# The signed dtype of each wide unsigned one's size, for comparing bits.
+_AS_SIGNED = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+
+
+def same(a, b):
+    """torch.equal, also where torch has no equal for the dtype (uint16 -
+    uint64 before torch 2.4): same dtype, shape and bits."""
+    signed = _AS_SIGNED.get(a.dtype)
+    if signed is not None and b.dtype == a.dtype:
+        return torch.equal(a.view(signed), b.view(signed))
+    return torch.equal(a, b)
+
+
 def make(shape, dtype=torch.float32, low=None, high=None, gen=None):
     """Random values that suit `dtype`: normal floats, small signed ints,
     non-negative unsigned ints, random bools."""
@@ -61,7 +85,8 @@ def make(shape, dtype=torch.float32, low=None, high=None, gen=None):
         return t.to(dtype)
     if dtype == torch.bool:
         return torch.randint(0, 2, shape, generator=gen).bool()
-    lo = 0 if not dtype.is_signed else -50
+    # dtype.is_signed raises for uint16 - uint64 before torch 2.4.
+    lo = -50 if dtype not in UNSIGNED and dtype.is_signed else 0
     lo = lo if low is None else low
     hi = 50 if high is None else high
     return torch.randint(lo, hi, shape, dtype=torch.int64, generator=gen).to(dtype)

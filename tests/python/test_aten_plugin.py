@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 import torchferry
 from torchferry import ops, plugins
-from conftest import run_python
+from conftest import run_python, rms_norm_ref
 
 INSTALLED = os.path.exists(os.path.join(torchferry.PLUGIN_DIR, "torchferry_aten.so"))
 pytestmark = pytest.mark.skipif(not INSTALLED, reason="this build has no ATen plugin (-Daten=disabled)")
@@ -72,6 +72,7 @@ def test_every_op_through_aten_when_cpu_is_excluded(strategy):
         f"""
         import json, torch, torch.nn.functional as F, torchferry
         from torchferry import ops, plugins
+        from conftest import rms_norm_ref
         plugins.set_option("aten", "strategy", "{strategy}")
         served = {{op: plugins.kernel_for(op, "cpu", "float32") for op in ["abs", "softmax", "matmul"]}}
         g = torch.Generator().manual_seed(0)
@@ -91,7 +92,7 @@ def test_every_op_through_aten_when_cpu_is_excluded(strategy):
                 "clamp": (ops.clamp(x, min=-0.5, max=w), x.clamp(-0.5).minimum(w)),
                 "stack": (ops.stack([x, x], dim=1), torch.stack([x, x], 1)),
                 "silu_and_mul": (ops.silu_and_mul(x), F.silu(x[:, :4]) * x[:, 4:]),
-                "rms_norm": (ops.rms_norm(x, w, 1e-6), F.rms_norm(x.float(), (8,), w.float(), 1e-6).to(dt)),
+                "rms_norm": (ops.rms_norm(x, w, 1e-6), rms_norm_ref(x.float(), (8,), w.float(), 1e-6).to(dt)),
                 "softmax": (ops.softmax(x, 0), x.float().softmax(0).to(dt)),
                 "matmul": (ops.matmul(a, b), (a.float() @ b.float()).to(dt)),
             }}

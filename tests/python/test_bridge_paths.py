@@ -263,7 +263,9 @@ def numpy_layouts(dtype):
         "offset": base.reshape(10, 12)[2:7, 3:],
         "reversed": base[::-1],
         "reversed_2d": base.reshape(10, 12)[::-2, ::-3],
-        "broadcast": np.broadcast_to(base[:12], (5, 12)),
+        # Stride 0 through as_strided, which stays writable: numpy < 2
+        # refuses to export the read-only views broadcast_to makes.
+        "broadcast": np.lib.stride_tricks.as_strided(base[:12], (5, 12), (0, base.itemsize)),
         "zero_dim": np.array(base[5]),
         "empty": base[:0].reshape(0, 4),
     }

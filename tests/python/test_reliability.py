@@ -79,7 +79,8 @@ class E:
         return self.a.__dlpack__(*args, **kwargs)
 e = E()
 ops.abs(x, out=e)
-assert e.calls == 1, e.calls
+# numpy 1 refuses max_version=, so the exporter is asked once more without.
+assert e.calls == (1 if int(np.__version__.split(".")[0]) >= 2 else 2), e.calls
 assert (e.a == 7.0).all(), e.a[:4]
 print("OK")
 """, path)

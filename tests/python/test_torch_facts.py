@@ -7,6 +7,7 @@ told. `./dev test` runs this file on every torch it tests.
 """
 
 import ctypes
+import importlib
 import os
 import re
 
@@ -89,11 +90,18 @@ def test_the_negative_bit_word_is_the_dispatch_key_set():
     inference = None
     with torch.inference_mode():
         inference = torch.randn(5)
+    has_raw = hasattr(torch._C._dispatch_keys(plain), "raw_repr")  # torch >= 2.4
     for t in (plain, negated, inference, plain.to(torch.float16)):
-        raw = torch._C._dispatch_keys(t).raw_repr()
-        assert word_at(t._cdata + offset) == raw, t
-        assert bool(raw & mask) is t.is_neg()
+        word = word_at(t._cdata + offset)
+        if has_raw:
+            assert word == torch._C._dispatch_keys(t).raw_repr(), t
+        assert bool(word & mask) is t.is_neg()
     assert negated.is_neg() and not plain.is_neg()
+    # Without raw_repr (torch 2.3), the key set's own relations: a dtype is
+    # no key, a negated view adds one bit, an inference tensor has a subset.
+    words = [word_at(t._cdata + offset) for t in (plain, negated, inference, plain.to(torch.float16))]
+    assert words[3] == words[0] and words[1] == words[0] | mask
+    assert words[2] != words[0] and words[2] & ~words[0] == 0
 
 
 def test_info_names_the_calibrated_layout():
@@ -133,9 +141,9 @@ def test_a_refusal_names_the_missing_symbols():
     fake = os.path.join(HERE, "no-such-torch", "libtorch_cpu.so")
     assert "has no " + fake in torchferry._refusal("2.8.0", HERE, fake)
     assert os.path.samefile(torchferry._loaded_libtorch_cpu(HERE), LIBTORCH_CPU)
-    message = torchferry._refusal("2.8.0", os.path.dirname(torch.__file__))
-    assert message.startswith("torchferry needs torch >= 2.9, found torch 2.8.0 at ")
-    assert "below 2.9 is untested" in message
+    message = torchferry._refusal("2.2.0", os.path.dirname(torch.__file__))
+    assert message.startswith("torchferry needs torch >= 2.3, found torch 2.2.0 at ")
+    assert "below 2.3 is untested" in message
 
 
 def test_an_old_torch_is_refused_with_what_it_lacks():
@@ -144,12 +152,12 @@ def test_an_old_torch_is_refused_with_what_it_lacks():
     r = run_python(
         """
 import ctypes, torch
-torch.__version__ = "2.8.0"
+torch.__version__ = "2.2.0"
 real = ctypes.CDLL
 class Lacking:
     def __init__(self, lib): self.lib = real(lib)
     def __getattr__(self, name):
-        if name == "aoti_torch_get_layout": raise AttributeError(name)
+        if name == "aoti_torch_get_storage_size": raise AttributeError(name)
         return getattr(self.lib, name)
 ctypes.CDLL = Lacking
 try:
@@ -159,5 +167,22 @@ except ImportError as e:
 """
     )
     assert r.returncode == 0, r.stderr
-    assert "ImportError: torchferry needs torch >= 2.9, found torch 2.8.0" in r.stdout
-    assert "lacks aoti_torch_get_layout, which torchferry's bridge needs" in r.stdout
+    assert "ImportError: torchferry needs torch >= 2.3, found torch 2.2.0" in r.stdout
+    assert "lacks aoti_torch_get_storage_size, which torchferry's bridge needs" in r.stdout
+
+
+def test_compile_integration_is_on_from_its_floor_and_says_why_below_it():
+    """torch >= 2.5 has every API torchferry.library needs: the ops are torch
+    custom ops. Below (2.3, 2.4), the eager ops work, importing
+    torchferry.library raises naming the missing API, and `info` says so."""
+    if RELEASE >= torchferry.COMPILE_FLOOR:
+        assert torchferry.COMPILE_UNAVAILABLE is None
+        assert hasattr(torch.ops.torchferry, "add")
+        return
+    assert "torch.compile integration is off" in torchferry.COMPILE_UNAVAILABLE
+    with pytest.raises(ImportError, match=r"torchferry.library needs torch\.(library|_dynamo)\."):
+        importlib.import_module("torchferry.library")
+    x = torch.arange(4.0)
+    assert torch.equal(torchferry.ops.add(x, x), x + x)
+    r = run_python("import warnings; warnings.simplefilter('error'); import torchferry; print('ok')")
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
