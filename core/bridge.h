@@ -21,6 +21,7 @@
 
 #include "abi/torchferry.h"
 #include "core/aoti.h"
+#include "core/dlpack_abi.h"
 #include "core/dtypes.h"
 #include "core/meta_probe.h"
 #include "core/storage_probe.h"
@@ -29,8 +30,15 @@
 
 namespace torchferry {
 
-enum class BridgePath : int { kShim = 0, kOffset = 1, kDlpack = 2 };
-constexpr int kNumBridgePaths = 3;
+// kExchange: torch's DLPack C exchange API, non-owning (torch >= 2.10),
+// where neither the shim nor a calibrated offset is there, or when forced.
+enum class BridgePath : int {
+  kShim = 0,
+  kOffset = 1,
+  kDlpack = 2,
+  kExchange = 3
+};
+constexpr int kNumBridgePaths = 4;
 const char* BridgePathName(BridgePath path);
 
 // One Python object bridged for the duration of a call. Holds what must be
@@ -48,6 +56,16 @@ struct TensorRef {
   int64_t* dlpack_strides = nullptr;
   bool dlpack_versioned = false;
   bool read_only = false;  // a DLPack export flagged read-only
+  // A torch tensor read through the exchange API: no at::Tensor handle
+  // (view.source_kind NONE), so the checks that need one take torch's
+  // Python-level functions instead, called as C functions.
+  bool exchanged = false;
+
+  // A torch tensor, with or without a handle: what the version counter, the
+  // grad check and noting for Python mid-call apply to.
+  bool is_torch() const {
+    return view.source_kind == TF_SOURCE_ATEN || exchanged;
+  }
 
   // The at::Tensor* behind a torch tensor (view.source_kind TF_SOURCE_ATEN).
   AtenTensorHandle handle() const {
@@ -132,6 +150,9 @@ class Bridge {
   bool shim_available() const {
     return lib_.api.tensor_from_pyobject != nullptr;
   }
+  // torch's DLPack C exchange API with the non-owning form, major 1.
+  bool exchange_available() const { return exchange_ != nullptr; }
+  const std::string& exchange_detail() const { return exchange_detail_; }
   const OffsetCalibration& offset_calibration() const { return calibration_; }
   const NegBitProbe& neg_bit_probe() const { return neg_probe_; }
   const VersionCounter& versions() const { return versions_; }
@@ -146,7 +167,8 @@ class Bridge {
   uint64_t count(BridgePath path) const {
     return counts_[static_cast<int>(path)].load(std::memory_order_relaxed);
   }
-  uint64_t shim_created() const { return shim_created_.load(); }
+  // Every shim read creates one handle: the shim path's count.
+  uint64_t shim_created() const { return count(BridgePath::kShim); }
   uint64_t shim_deleted() const { return shim_deleted_.load(); }
   void ResetCounts();
 
@@ -155,6 +177,15 @@ class Bridge {
 
  private:
   bool ReadTorchTensor(PyObject* obj, const char* what, TensorRef* ref);
+  // core/bridge_exchange.cc
+  void FindExchangeApi();
+  bool ReadExchanged(PyObject* obj, const char* what, TensorRef* ref);
+  bool RaiseExchangeFailure(PyObject* obj, const char* what);
+  bool ExchangedStorage(PyObject* obj, int64_t* base, int64_t* nbytes) const;
+  bool CheckFitsStorageSpan(PyObject* obj, const char* what,
+                            const TensorRef& ref, int64_t offset,
+                            int64_t nbytes);
+  TensorState ExchangedStateOf(const TensorRef& ref) const;
   bool ReadDlpack(PyObject* obj, const char* what, bool writable,
                   TensorRef* ref);
   // *plain: read by the MetaProbe, so its keys hold no negative bit.
@@ -207,10 +238,16 @@ class Bridge {
   // and buffers before their first forward, which hold no data yet.
   PyTypeObject* uninitialized_type_ = nullptr;
   PyCFunction is_neg_ = nullptr;  // TensorBase.is_neg, called directly
+  const dlpack::ExchangeApi* exchange_ = nullptr;
+  std::string exchange_detail_;
+  // TensorBase.untyped_storage and StorageBase.data_ptr / nbytes, called
+  // directly: the exchange path's storage check, which has no handle.
+  PyCFunction untyped_storage_ = nullptr, storage_data_ptr_ = nullptr,
+              storage_nbytes_ = nullptr;
   int32_t torch_cpu_ = 0, torch_cuda_ = 1, torch_meta_ = -1, strided_ = 0;
   bool has_layout_ = false;  // aoti_torch_get_layout and layout_strided
   std::atomic<uint64_t> counts_[kNumBridgePaths] = {};
-  std::atomic<uint64_t> shim_created_{0}, shim_deleted_{0};
+  std::atomic<uint64_t> shim_deleted_{0};
 };
 
 }  // namespace torchferry

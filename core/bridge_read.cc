@@ -42,13 +42,14 @@ bool Bridge::CheckSubclass(PyTypeObject* type, const char* what) {
 }
 
 bool Bridge::ReadTorchTensor(PyObject* obj, const char* what, TensorRef* ref) {
+  ref->exchanged = false;
+  if (path_ == BridgePath::kExchange) return ReadExchanged(obj, what, ref);
   AtenTensorHandle handle;
   if (path_ == BridgePath::kShim) {
     if (lib_.api.tensor_from_pyobject(obj, &handle) != 0) {
       return RaiseTorchFailure("torch_tensor_from_pyobject", obj, what);
     }
     ref->owned_handle = handle;
-    Bump(shim_created_);
   } else {
     handle = HandleAt(obj);
   }
@@ -172,6 +173,7 @@ bool Bridge::FillFromHandle(AtenTensorHandle h, PyObject* obj, const char* what,
 }
 
 TensorState Bridge::StateOf(const TensorRef& ref) const {
+  if (ref.exchanged) return ExchangedStateOf(ref);
   const AotiApi& a = lib_.api;
   AtenTensorHandle h = ref.handle();
   TensorState s;
@@ -201,6 +203,13 @@ bool Bridge::CheckFitsStorage(AtenTensorHandle h, PyObject* obj,
   if (!storage_.Read(h, &offset, &nbytes)) {
     return RaiseTorchFailure("storage", obj, what);
   }
+  return CheckFitsStorageSpan(obj, what, ref, offset, nbytes);
+}
+
+// `ref`'s view against its storage: `offset` elements into it, of `nbytes`.
+bool Bridge::CheckFitsStorageSpan(PyObject*, const char* what,
+                                  const TensorRef& ref, int64_t offset,
+                                  int64_t nbytes) {
   const tf_tensor& v = ref.view;
   // The element past the furthest one the view reaches (torch has no
   // negative strides); for a compact view that is offset + numel.
@@ -232,7 +241,7 @@ bool Bridge::CheckFitsStorage(AtenTensorHandle h, PyObject* obj,
 bool Bridge::CheckNotNegated(AtenTensorHandle handle, PyObject* obj,
                              const char* what) {
   bool negated;
-  if (neg_probe_.ok) {
+  if (neg_probe_.ok && handle != nullptr) {
     // An at::Tensor is one pointer: its TensorImpl*.
     const char* impl = *reinterpret_cast<const char* const*>(handle);
     uint64_t keys;

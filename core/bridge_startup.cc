@@ -13,8 +13,8 @@
 namespace torchferry {
 namespace {
 
-constexpr const char* kPathNames[kNumBridgePaths] = {"shim", "offset",
-                                                     "dlpack"};
+constexpr const char* kPathNames[kNumBridgePaths] = {"shim", "offset", "dlpack",
+                                                     "exchange"};
 
 }  // namespace
 
@@ -29,7 +29,6 @@ Bridge& Bridge::Get() {
 
 void Bridge::ResetCounts() {
   for (auto& c : counts_) c.store(0);
-  shim_created_.store(0);
   shim_deleted_.store(0);
 }
 
@@ -118,6 +117,7 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
                       "torch; torchferry cannot check the negative bit");
   }
   is_neg_ = reinterpret_cast<PyMethodDescrObject*>(is_neg)->d_method->ml_meth;
+  FindExchangeApi();
 
   Calibrate(torch_module, major, minor);
   if (torch_meta_ < 0) FindMetaDevice(torch_module);
@@ -159,13 +159,20 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
         "torch_tensor_from_pyobject is absent from libtorch; the at::Tensor "
         "offset was calibrated: {}",
         calibration_.detail);
+  } else if (exchange_available()) {
+    path_ = BridgePath::kExchange;
+    path_reason_ = fmt::format(
+        "torch_tensor_from_pyobject is absent from libtorch and offset "
+        "calibration failed ({}); torch.Tensor offers the {}",
+        calibration_.detail, exchange_detail_);
   } else {
     return RaiseError(
         PyExc_ImportError,
         fmt::format("torchferry has no bridge path under torch {}: "
-                    "torch_tensor_from_pyobject is absent (torch < 2.14) and "
-                    "offset calibration failed: {}",
-                    torch_version, calibration_.detail));
+                    "torch_tensor_from_pyobject is absent (torch < 2.14), "
+                    "offset calibration failed ({}) and there is no DLPack "
+                    "exchange API to fall back on ({})",
+                    torch_version, calibration_.detail, exchange_detail_));
   }
   initialized_ = true;
   return true;
@@ -195,14 +202,28 @@ bool Bridge::SetPath(const char* name) {
     path_ = BridgePath::kOffset;
     return true;
   }
+  if (std::strcmp(name, "exchange") == 0) {
+    if (!exchange_available()) {
+      return RaiseError(
+          PyExc_RuntimeError,
+          fmt::format("bridge path 'exchange' is unavailable under torch {}: "
+                      "{}",
+                      torch_version_, exchange_detail_));
+    }
+    path_ = BridgePath::kExchange;
+    return true;
+  }
   if (std::strcmp(name, "auto") == 0) {
-    path_ = shim_available() ? BridgePath::kShim : BridgePath::kOffset;
-    return path_ == BridgePath::kShim || calibration_.ok ||
+    path_ = shim_available()       ? BridgePath::kShim
+            : calibration_.ok      ? BridgePath::kOffset
+            : exchange_available() ? BridgePath::kExchange
+                                   : BridgePath::kOffset;
+    return path_ != BridgePath::kOffset || calibration_.ok ||
            RaiseError(PyExc_RuntimeError, "no bridge path is available");
   }
   return RaiseError(PyExc_ValueError,
                     fmt::format("unknown bridge path '{}'; expected 'auto', "
-                                "'shim' or 'offset'",
+                                "'shim', 'offset' or 'exchange'",
                                 name));
 }
 

@@ -116,7 +116,7 @@ class CallFrame {
   // Unchanged() compares with their state once preparation is over.
   void NotePython() {
     for (; noted_ < num_refs_; ++noted_) {
-      if (refs_[noted_].view.source_kind != TF_SOURCE_ATEN) continue;
+      if (!refs_[noted_].is_torch()) continue;
       Noted noted{noted_, bridge_.StateOf(refs_[noted_])};
       if (num_noted_ < kInlineNoted) {
         inline_noted_.at[num_noted_] = noted;

@@ -343,8 +343,8 @@ std::string GradCheckDetail() {
 
 bool CheckNoGrad(const char* op, const TensorRef& ref, bool out_given,
                  CallFrame& f, bool* getter_ran) {
-  if (ref.view.source_kind != TF_SOURCE_ATEN) return true;  // not torch's
-  if (g_autograd_meta_at >= 0) {
+  if (!ref.is_torch()) return true;  // not torch's
+  if (g_autograd_meta_at >= 0 && ref.handle() != nullptr) {
     const char* impl = *reinterpret_cast<const char* const*>(ref.handle());
     if (WordAt<const void*>(impl, g_autograd_meta_at) == nullptr) return true;
   }

@@ -233,7 +233,7 @@ PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
   // Even a failed kernel may have written part of out: autograd must see it.
   for (int i = 0; i < f.num_outputs; ++i) {
     const TensorRef* written = f.written[i];
-    if (written->view.source_kind == TF_SOURCE_ATEN &&
+    if (written->is_torch() &&
         !Bridge::Get().versions().Bump(written->object, written->handle())) {
       return nullptr;
     }

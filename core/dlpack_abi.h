@@ -43,4 +43,26 @@ struct ManagedTensorVersioned {
   Tensor dl_tensor;
 };
 
+// The DLPack C exchange API (DLPack 1.2/1.3), which a producer's type
+// offers as the capsule `__dlpack_c_exchange_api__` ("dlpack_exchange_api");
+// torch >= 2.10 does. Only the functions the bridge calls are typed; the
+// others keep their place. A table of another major version may lead, by
+// prev_api, to an older one of the major this host reads.
+struct ExchangeApiHeader {
+  PackVersion version;
+  ExchangeApiHeader* prev_api;
+};
+struct ExchangeApi {
+  ExchangeApiHeader header;
+  void* managed_tensor_allocator;
+  int (*managed_tensor_from_py_object_no_sync)(void* py_object,
+                                               ManagedTensorVersioned** out);
+  void* managed_tensor_to_py_object_no_sync;
+  // Non-owning: fills `out` with shape and strides that stay valid while the
+  // object lives and is not changed. May be NULL (then the bridge does not
+  // take the path). 0 on success, else -1 with a Python exception set.
+  int (*dltensor_from_py_object_no_sync)(void* py_object, Tensor* out);
+  void* current_work_stream;
+};
+
 }  // namespace torchferry::dlpack

@@ -188,10 +188,10 @@ PyObject* SetBridgePath(PyObject*, PyObject* arg) {
 PyObject* BridgeCounts(PyObject*, PyObject*) {
   Bridge& b = Bridge::Get();
   return Py_BuildValue(
-      "{s:K,s:K,s:K,s:K,s:K}", "shim", b.count(BridgePath::kShim), "offset",
+      "{s:K,s:K,s:K,s:K,s:K,s:K}", "shim", b.count(BridgePath::kShim), "offset",
       b.count(BridgePath::kOffset), "dlpack", b.count(BridgePath::kDlpack),
-      "shim_handles_created", b.shim_created(), "shim_handles_deleted",
-      b.shim_deleted());
+      "exchange", b.count(BridgePath::kExchange), "shim_handles_created",
+      b.shim_created(), "shim_handles_deleted", b.shim_deleted());
 }
 
 PyObject* ResetBridgeCounts(PyObject*, PyObject*) {
@@ -211,15 +211,16 @@ PyObject* BridgeInfo(PyObject*, PyObject*) {
   // Paths and messages through NewText: a libtorch under a folder whose
   // name is not UTF-8 must not fail `info`.
   return Py_BuildValue(
-      "{s:s,s:N,s:O,s:{s:O,s:n,s:n,s:N},s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:{s:s,s:N}"
-      "}",
+      "{s:s,s:N,s:O,s:{s:O,s:N},s:{s:O,s:n,s:n,s:N},s:N,s:N,s:N,s:N,s:N,s:N,s:"
+      "N,s:{s:s,s:N}}",
       "path", BridgePathName(b.path()), "reason", NewText(b.path_reason()),
-      "shim_available", b.shim_available() ? Py_True : Py_False,
-      "offset_calibration", "ok", c.ok ? Py_True : Py_False, "tensor_offset",
-      c.tensor_offset, "maybe_owned_flag_offset", c.borrowed_flag_offset,
-      "detail", NewText(c.detail), "neg_bit_check",
-      NewText(b.neg_bit_probe().detail), "version_counter",
-      NewText(b.versions().detail()), "storage_check",
+      "shim_available", b.shim_available() ? Py_True : Py_False, "exchange",
+      "available", b.exchange_available() ? Py_True : Py_False, "detail",
+      NewText(b.exchange_detail()), "offset_calibration", "ok",
+      c.ok ? Py_True : Py_False, "tensor_offset", c.tensor_offset,
+      "maybe_owned_flag_offset", c.borrowed_flag_offset, "detail",
+      NewText(c.detail), "neg_bit_check", NewText(b.neg_bit_probe().detail),
+      "version_counter", NewText(b.versions().detail()), "storage_check",
       NewText(b.storage_probe().detail()), "tensor_meta",
       NewText(b.meta_probe().detail()), "grad_check",
       NewText(GradCheckDetail()), "libtorch",
@@ -269,6 +270,37 @@ PyObject* TimeBridge(PyObject*, PyObject* args) {
                   std::chrono::steady_clock::now() - start)
                   .count();
   if (sink < 0) Py_RETURN_NONE;  // keeps the loop from being optimised out
+  return PyFloat_FromDouble(ns / static_cast<double>(iterations));
+}
+
+// torch's shim pair alone, timed as TimeBridge is: ns per
+// torch_tensor_from_pyobject + aoti_torch_delete_tensor_object of `tensor`,
+// the floor under the shim path's cost. None where torch lacks the pair.
+PyObject* TimeShimPair(PyObject*, PyObject* args) {
+  PyObject* tensor;
+  long long iterations;
+  if (!PyArg_ParseTuple(args, "OL", &tensor, &iterations)) return nullptr;
+  if (!EnsureInitialized()) return nullptr;
+  const AotiApi& api = Bridge::Get().library().api;
+  if (api.tensor_from_pyobject == nullptr ||
+      !Bridge::Get().IsTorchTensor(tensor)) {
+    Py_RETURN_NONE;
+  }
+  int64_t sink = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (long long i = 0; i < iterations; ++i) {
+    AtenTensorHandle handle;
+    if (api.tensor_from_pyobject(tensor, &handle) != 0) {
+      RaiseError(PyExc_RuntimeError, "torch_tensor_from_pyobject failed");
+      return nullptr;
+    }
+    sink += reinterpret_cast<intptr_t>(handle) & 1;
+    api.delete_tensor_object(handle);
+  }
+  double ns = std::chrono::duration<double, std::nano>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
+  if (sink < 0) Py_RETURN_NONE;
   return PyFloat_FromDouble(ns / static_cast<double>(iterations));
 }
 
@@ -505,6 +537,7 @@ PyMethodDef g_methods[] = {
     {"_set_out_alloc", TF_CFUNC(SetOutAlloc), METH_O, nullptr},
     {"_view", TF_CFUNC(View), METH_O, nullptr},
     {"_time_bridge", TF_CFUNC(TimeBridge), METH_VARARGS, nullptr},
+    {"_time_shim_pair", TF_CFUNC(TimeShimPair), METH_VARARGS, nullptr},
     {"_time_lookup", TF_CFUNC(TimeLookup), METH_VARARGS, nullptr},
     {"_plugins", TF_CFUNC(Plugins), METH_NOARGS, nullptr},
     {"_skipped", TF_CFUNC(Skipped), METH_NOARGS, nullptr},

@@ -137,7 +137,7 @@ bool InitOutAlloc(PyObject* torch_module, const TorchLibrary& lib) {
 
 PyObject* AllocateOut(const char* op, const TensorRef& like, DtypeIndex dtype,
                       int ndim, const int64_t* shape) {
-  if (like.view.source_kind != TF_SOURCE_ATEN) {
+  if (!like.is_torch()) {
     RaiseError(PyExc_TypeError,
                fmt::format("{}() missing argument 'out': it can be allocated "
                            "only when input is a torch.Tensor",

@@ -124,9 +124,8 @@ bool TakeOutput(const char* op, const char* what, PyObject* out,
       !CheckWritable(op, *ref, what)) {
     return false;
   }
-  if (ref->view.source_kind == TF_SOURCE_ATEN &&
-      !Bridge::Get().versions().CheckWritable(op, what, ref->object,
-                                              ref->handle())) {
+  if (ref->is_torch() && !Bridge::Get().versions().CheckWritable(
+                             op, what, ref->object, ref->handle())) {
     return false;
   }
   frame.written[slot] = ref;
@@ -563,9 +562,8 @@ bool PrepareAddRmsNorm(const OpFunction& fn, const ParsedArgs& args,
       !CheckWritable(op, *r, "residual")) {
     return false;
   }
-  if (r->view.source_kind == TF_SOURCE_ATEN &&
-      !Bridge::Get().versions().CheckWritable(op, "residual", r->object,
-                                              r->handle())) {
+  if (r->is_torch() && !Bridge::Get().versions().CheckWritable(
+                           op, "residual", r->object, r->handle())) {
     return false;
   }
   TensorRef* w = TakeRowWeight(op, args.values[2], f, *x);
@@ -843,9 +841,8 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
     }
     if (a.in_place()) {
       if (!CheckWritable(op, *r, name) ||
-          (r->view.source_kind == TF_SOURCE_ATEN &&
-           !Bridge::Get().versions().CheckWritable(op, name, r->object,
-                                                   r->handle()))) {
+          (r->is_torch() && !Bridge::Get().versions().CheckWritable(
+                                op, name, r->object, r->handle()))) {
         return false;
       }
       in_place_names[num_in_place] = name;

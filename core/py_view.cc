@@ -206,7 +206,8 @@ PyObject* NewView(PyObject* obj) {
   v->source_kind = t.source_kind;
   v->path = t.source_kind == TF_SOURCE_ATEN
                 ? BridgePathName(Bridge::Get().path())
-                : BridgePathName(BridgePath::kDlpack);
+            : ref->exchanged ? BridgePathName(BridgePath::kExchange)
+                             : BridgePathName(BridgePath::kDlpack);
   v->dims = t.ndim <= kInlineDims ? v->inline_dims
                                   : new (std::nothrow) int64_t[2 * t.ndim];
   if (v->dims == nullptr) {

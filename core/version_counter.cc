@@ -143,7 +143,7 @@ void* VersionCounter::CounterOf(AtenTensorHandle handle) const {
 }
 
 bool VersionCounter::Bump(PyObject* object, AtenTensorHandle handle) const {
-  if (ok_) {
+  if (ok_ && handle != nullptr) {
     char* counter = static_cast<char*>(CounterOf(handle));
     if (counter != nullptr) {  // NULL: an inference tensor, which has none
       __atomic_fetch_add(reinterpret_cast<uint32_t*>(counter + value_offset_),
@@ -158,7 +158,7 @@ bool VersionCounter::Bump(PyObject* object, AtenTensorHandle handle) const {
 
 bool VersionCounter::IsInference(PyObject* object,
                                  AtenTensorHandle handle) const {
-  if (ok_) return CounterOf(handle) == nullptr;
+  if (ok_ && handle != nullptr) return CounterOf(handle) == nullptr;
   if (is_inference_ == nullptr) return false;
   PyObject* r = is_inference_(object, nullptr);
   Py_XDECREF(r);

@@ -27,8 +27,9 @@ class VersionCounter {
   // TensorImpl (bytes known to lie inside it; 0: none, so it fails).
   void Calibrate(PyObject* torch_module, Py_ssize_t impl_bytes);
 
-  // `object` is the Python tensor, `handle` its at::Tensor*. False with a
-  // Python exception set where the fallback failed.
+  // `object` is the Python tensor, `handle` its at::Tensor*, or NULL where
+  // the bridge has none (the exchange path): then the Python function. False
+  // with a Python exception set where the fallback failed.
   bool Bump(PyObject* object, AtenTensorHandle handle) const;
 
   // Inference tensors have no version counter; torch writes them only

@@ -36,7 +36,13 @@ def target_text(target, case):
     if met is None:
         return f"{target.text}: n/a"
     m = target.measured(case)
-    measured = f"{ns(m)} ns" if target.kind == "max_ns" else ratio_text(m)
+    if target.kind == "max_ns":
+        measured = f"{ns(m)} ns"
+    elif target.kind == "max_share":
+        ref = case.results[case.reference].median_ns
+        measured = f"{ns(m * ref)} ns, {ratio_text(m)} of {case.reference}"
+    else:
+        measured = ratio_text(m)
     return f"{target.text}: {measured} {'✓' if met else '✗'}"
 
 

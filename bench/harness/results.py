@@ -10,12 +10,15 @@ from .timing import Result
 class Target:
     """A goal, reported against, never asserted. `kind`: "max_ns" (the
     variant's median at most `value` ns), "min_ratio" / "max_ratio" (the
-    variant's median over the reference's at least / at most `value`)."""
+    variant's median over the reference's at least / at most `value`),
+    "max_share" (the variant's median less the median of `minus`, over the
+    reference's, at most `value`: what a path adds to what torch costs)."""
 
     variant: str
     kind: str
     value: float
     text: str
+    minus: str = None
 
     def measured(self, case):
         r = case.results.get(self.variant)
@@ -23,17 +26,22 @@ class Target:
             return None
         if self.kind == "max_ns":
             return r.median_ns
+        if self.kind == "max_share":
+            less, ref = case.results.get(self.minus), case.results.get(case.reference)
+            if less is None or ref is None or not less.ok or not ref.ok or ref.median_ns <= 0:
+                return None
+            return (r.median_ns - less.median_ns) / ref.median_ns
         return case.ratio(self.variant)
 
     def met(self, case):
         m = self.measured(case)
         if m is None:
             return None
-        return m <= self.value if self.kind in ("max_ns", "max_ratio") else m >= self.value
+        return m <= self.value if self.kind in ("max_ns", "max_ratio", "max_share") else m >= self.value
 
     @staticmethod
     def from_dict(d):
-        return Target(d["variant"], d["kind"], d["value"], d["text"])
+        return Target(d["variant"], d["kind"], d["value"], d["text"], d.get("minus"))
 
     def as_dict(self, case):
         return {
@@ -41,6 +49,7 @@ class Target:
             "kind": self.kind,
             "value": self.value,
             "text": self.text,
+            "minus": self.minus,
             "measured": self.measured(case),
             "met": self.met(case),
         }

@@ -16,7 +16,8 @@ def paths():
     """(the path torchferry chooses, [every other path this torch offers])."""
     bridge.set_path("auto")  # path() names the forced path while one is
     auto = bridge.path()
-    others = [p for p in ("offset", "shim") if p != auto and (p != "shim" or bridge.shim_available())]
+    offered = {"offset": True, "shim": bridge.shim_available(), "exchange": bridge.info()["exchange"]["available"]}
+    others = [p for p in ("offset", "shim", "exchange") if p != auto and offered[p]]
     return auto, others
 
 
@@ -45,6 +46,8 @@ def _path_variant(path, tensor):
             "shim",
             reason=f"torch {torch.__version__} lacks torch_tensor_from_pyobject (the shim needs torch >= 2.14)",
         )
+    if path == "exchange" and not bridge.info()["exchange"]["available"]:
+        return Variant("exchange", reason=bridge.info()["exchange"]["detail"])
     try:
         bridge.set_path(path)
     except Exception as e:
@@ -58,9 +61,12 @@ def run(ctx):
         "bridge",
         "Bridge only",
         "ns per tensor: read into a plugin's view and release, in a C++ loop with the GIL held "
-        "(`_C._time_bridge`, float32). Reference: the offset path, same rank. `dlpack` is the path "
-        "non-torch objects take (a numpy array of the same shape); `exchange API` is torch's DLPack C "
-        "exchange API timed the same way in the nanobind peer (not a torchferry path).",
+        "(`_C._time_bridge`, float32). Reference: the offset path, same rank. `torch's shim pair alone` "
+        "is torch_tensor_from_pyobject + aoti_torch_delete_tensor_object timed in the same kind of loop "
+        "(`_C._time_shim_pair`): the shim path less it is torchferry's own work per tensor, which the "
+        "target holds to the offset path's. `dlpack` is the path non-torch objects take (a numpy array "
+        "of the same shape); `exchange API` is torch's DLPack C exchange API timed the same way in the "
+        "nanobind peer.",
         layout="wide",
     )
     peers = ctx.peers
@@ -68,7 +74,15 @@ def run(ctx):
         for i, (rank, shape) in enumerate(SHAPES.items()):
             ctx.progress.update(f"rank {rank}", i + 1, len(SHAPES))
             t = torch.randn(shape, device=ctx.device)
-            variants = [_path_variant("offset", t), _path_variant("shim", t)]
+            variants = [_path_variant("offset", t), _path_variant("shim", t), _path_variant("exchange", t)]
+            # The floor under the shim path: torch's conversion and delete
+            # alone, so that shim - pair is torchferry's own share.
+            if bridge.shim_available():
+                variants.append(Variant("torch's shim pair alone", lambda k, t=t: _C._time_shim_pair(t, k)))
+            else:
+                variants.append(
+                    Variant("torch's shim pair alone", reason=f"torch {torch.__version__} lacks torch_tensor_from_pyobject")
+                )
             if ctx.device != "cpu":
                 variants.append(Variant("dlpack (numpy)", reason="numpy arrays live on the CPU"))
             elif not peers["numpy"].ok:
@@ -93,6 +107,13 @@ def run(ctx):
                     targets=[
                         Target("offset", "max_ns", 15, "offset ≤ 15 ns"),
                         Target("shim", "max_ns", 80, "shim ≤ 80 ns"),
+                        Target(
+                            "shim",
+                            "max_share",
+                            1.0,
+                            "shim − torch's shim pair ≤ offset",
+                            minus="torch's shim pair alone",
+                        ),
                     ],
                 )
             )

@@ -1,21 +1,24 @@
 """The tensor bridge: which path turns a torch.Tensor into a plugin's view.
 
 Paths: "shim" (torch_tensor_from_pyobject, torch >= 2.14), "offset" (the
-at::Tensor read inside the Python object at a calibrated offset), and
-"dlpack" (any non-torch object with __dlpack__, counted on its own).
+at::Tensor read inside the Python object at a calibrated offset), "exchange"
+(torch's DLPack C exchange API, non-owning, torch >= 2.10: taken where the
+other two are not there, or when forced), and "dlpack" (any non-torch object
+with __dlpack__, counted on its own).
 """
 
 from . import _C
 
 
 def path():
-    """The path torch tensors take now: 'shim' or 'offset'."""
+    """The path torch tensors take now: 'shim', 'offset' or 'exchange'."""
     return _C._bridge_path()
 
 
 def set_path(name):
-    """Forces 'shim', 'offset' or 'auto' (for A/B runs). Forcing a path this
-    torch lacks raises RuntimeError. Also settable with TORCHFERRY_BRIDGE."""
+    """Forces 'shim', 'offset', 'exchange' or 'auto' (for A/B runs). Forcing
+    a path this torch lacks raises RuntimeError. Also settable with
+    TORCHFERRY_BRIDGE."""
     _C._set_bridge_path(name)
 
 

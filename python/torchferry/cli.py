@@ -9,7 +9,7 @@ def build_parser():
         description="torchferry hands torch tensors to native kernels in versioned "
         "plugins. Environment: TORCHFERRY_PLUGIN_PATH (extra plugin folders or files, "
         "searched first), TORCHFERRY_PLUGINS (name globs; -glob excludes), "
-        "TORCHFERRY_BRIDGE (auto|shim|offset), TORCHFERRY_TENSOR_META (auto|getters), "
+        "TORCHFERRY_BRIDGE (auto|shim|offset|exchange), TORCHFERRY_TENSOR_META (auto|getters), "
         "TORCHFERRY_LOG (debug|info|warn|error|off), "
         "TORCHFERRY_ATEN_STRATEGY (from_blob|source|pool), TORCHFERRY_CPU_ISA (baseline|avx2). "
         "Installed distributions add plugins through the 'torchferry.plugins' entry point group.",

@@ -88,6 +88,8 @@ def render(data):
         f"bridge path: {b['path']}",
         f"  why: {b['reason']}",
         f"  shim (torch_tensor_from_pyobject): {'available' if b['shim_available'] else 'absent'}",
+        f"  exchange (DLPack C exchange API): {'available' if b['exchange']['available'] else 'absent'}: "
+        f"{b['exchange']['detail']}",
         f"  offset calibration: {'ok' if cal['ok'] else 'FAILED'}: {cal['detail']}",
         f"  calibrated layout: {cal['layout'] or 'none (calibration failed)'}",
         f"  negative-bit check: {b['neg_bit_check']}",

@@ -26,7 +26,11 @@ needs_aten = pytest.mark.skipif(
     reason="this build has no ATen plugin (-Daten=disabled)",
 )
 
-PATHS = ["offset"] + (["shim"] if bridge.shim_available() else [])
+PATHS = (
+    ["offset"]
+    + (["shim"] if bridge.shim_available() else [])
+    + (["exchange"] if bridge.info()["exchange"]["available"] else [])
+)
 
 FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
@@ -192,6 +196,7 @@ def conversions(path, tensors, dlpack=0):
         "shim": tensors if path == "shim" else 0,
         "offset": tensors if path == "offset" else 0,
         "dlpack": dlpack,
+        "exchange": tensors if path == "exchange" else 0,
         "shim_handles_created": tensors if path == "shim" else 0,
         "shim_handles_deleted": tensors if path == "shim" else 0,
     }
