@@ -237,11 +237,9 @@ TensorState Bridge::ExchangedStateOf(const TensorRef& ref) const {
   s.data = dl.data == nullptr ? nullptr
                               : static_cast<char*>(dl.data) + dl.byte_offset;
   s.ndim = dl.ndim;
-  std::memcpy(s.dims, dl.shape, s.ndim * sizeof(int64_t));
-  if (dl.strides != nullptr) {
-    std::memcpy(s.dims + s.ndim, dl.strides, s.ndim * sizeof(int64_t));
-  } else {
-    for (int64_t d = 0; d < s.ndim; ++d) s.dims[s.ndim + d] = 1;
+  for (int64_t d = 0; d < s.ndim; ++d) {
+    s.dims[d] = dl.shape[d];
+    s.dims[s.ndim + d] = dl.strides != nullptr ? dl.strides[d] : 1;
   }
   return s;
 }

@@ -66,7 +66,7 @@ def main():
     iterations = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
     label = f"{iterations:.0e}".replace("+0", "")
     paths = []
-    for path in ("shim", "offset"):
+    for path in ("shim", "offset", "exchange"):
         try:
             bridge.set_path(path)
             paths.append(path)

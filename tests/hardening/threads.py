@@ -88,7 +88,7 @@ def conversions(fn):
     bridge.reset_path_counts()
     fn()
     c = bridge.path_counts()
-    return c["shim"] + c["offset"] + c["dlpack"]
+    return c["shim"] + c["offset"] + c["dlpack"] + c["exchange"]
 
 
 def check_threads(rounds):
@@ -137,7 +137,7 @@ def check_threads(rounds):
     total_calls = sum(done)
     expected = sum(per_call[(t, name)] for t in range(THREADS)
                    for name, *_ in calls(t)) * rounds
-    counted = counts["shim"] + counts["offset"] + counts["dlpack"]
+    counted = counts["shim"] + counts["offset"] + counts["dlpack"] + counts["exchange"]
     problems += errors[:5]
     if counted != expected:
         problems.append(f"path counters hold {counted} conversions; the calls made {expected}")
