@@ -18,7 +18,12 @@ def build_parser():
     info = sub.add_parser(
         "info", help="torch version, bridge path and why, plugins, kernels and skipped plugins"
     )
-    info.add_argument("--json", action="store_true", help="print JSON instead of text")
+    info.add_argument("--json", action="store_true", help="print JSON (everything) instead of text")
+    info.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also the bridge's calibration and probes, every kernel and every shadowed kernel",
+    )
     bench = sub.add_parser(
         "bench", help="measure torchferry against its peers in one process, side by side"
     )
@@ -102,7 +107,7 @@ def main(argv=None):
     if args.command == "info":
         from . import info
 
-        return info.main(as_json=args.json)
+        return info.main(as_json=args.json, verbose=args.verbose)
     if args.command == "bench":
         from .bench import run
 

@@ -76,17 +76,23 @@ def _search_setting(search, name):
     return f"{name}={value}" + (" (ignored)" if name in search.get("ignored", ()) else "")
 
 
-def render(data):
+def _shadowed_summary(shadowed):
+    """'cpu over aten: 120, cpu over example_c: 2': shadowed kernels per
+    (winner, loser) pair, most first."""
+    pairs = {}
+    for s in shadowed:
+        key = (s["winner"], s["loser"])
+        pairs[key] = pairs.get(key, 0) + 1
+    ranked = sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{winner} over {loser}: {n}" for (winner, loser), n in ranked)
+
+
+def _bridge_details(data):
     b = data["bridge"]
     cal = b["offset_calibration"]
-    lines = [
-        f"torchferry {data['torchferry']} on Python {data['python']} ({data['platform']})",
-        f"torch {data['torch']} at {data['torch_path']}",
+    return [
         f"  libtorch: {b['libtorch']}",
         f"  libtorch_cuda: {b['libtorch_cuda'] or '(not loaded: CPU-only torch)'}",
-        "",
-        f"bridge path: {b['path']}",
-        f"  why: {b['reason']}",
         f"  shim (torch_tensor_from_pyobject): {'available' if b['shim_available'] else 'absent'}",
         f"  exchange (DLPack C exchange API): {'available' if b['exchange']['available'] else 'absent'}: "
         f"{b['exchange']['detail']}",
@@ -99,6 +105,24 @@ def render(data):
         f"  grad check: {b['grad_check']}",
         f"  output allocation: {b['out_alloc']['route']}: {b['out_alloc']['reason']}",
         "  conversions: " + ", ".join(f"{k}={v}" for k, v in data["path_counts"].items()),
+    ]
+
+
+def render(data, verbose=False):
+    """The summary a person reads first: torch, the bridge path and why,
+    plugins loaded and skipped (with their whole reasons), declared ops, and
+    shadowed kernels counted per pair of plugins. `verbose` adds the bridge's
+    calibration and probes, every kernel, and every shadowed kernel."""
+    b = data["bridge"]
+    lines = [
+        f"torchferry {data['torchferry']} on Python {data['python']} ({data['platform']})",
+        f"torch {data['torch']} at {data['torch_path']}",
+        f"bridge path: {b['path']}",
+        f"  why: {b['reason']}",
+    ]
+    if verbose:
+        lines += _bridge_details(data)
+    lines += [
         f"torch.compile: {data['compile']}",
         "",
         f"plugins (loaded in {data['load_seconds'] * 1e3:.2f} ms; search: "
@@ -119,25 +143,29 @@ def render(data):
         )
         if p["declared_ops"]:
             lines.append(f"    declares: {', '.join(p['declared_ops'])}")
-        lines.extend("    " + line for line in _kernel_summary(p["kernels"]))
-    lines.append("")
+        if verbose:
+            lines.extend("    " + line for line in _kernel_summary(p["kernels"]))
+    lines.append(f"skipped plugins: {len(data['skipped']) or 'none'}")
+    for s in data["skipped"]:
+        lines.append(f"  {s['path']}: {s['reason']}")
     lines.append(f"ops declared by plugins: {len(data['declared_ops']) or 'none'}")
     for o in data["declared_ops"]:
         namespace, _, name = o["name"].partition("::")
         lines.append(f"  torchferry.ops.{namespace}.{name}: {o['schema']} (first declared by {o['declared_by']})")
-    lines.append("")
-    lines.append(f"skipped plugins: {len(data['skipped']) or 'none'}")
-    for s in data["skipped"]:
-        lines.append(f"  {s['path']}: {s['reason']}")
-    lines.append(f"shadowed kernels: {len(data['shadowed']) or 'none'}")
-    for s in data["shadowed"]:
-        lines.append(
-            f"  {s['op']} [{s['device']}] {s['dtype']}: {s['loser']} loses to {s['winner']}"
-        )
+    shadowed = data["shadowed"]
+    lines.append(
+        f"shadowed kernels: {len(shadowed) or 'none'}" + (f" ({_shadowed_summary(shadowed)})" if shadowed else "")
+    )
+    if verbose:
+        for s in shadowed:
+            lines.append(f"  {s['op']} [{s['device']}] {s['dtype']}: {s['loser']} loses to {s['winner']}")
+    else:
+        lines.append("")
+        lines.append("(`python -m torchferry info --verbose`: the bridge's calibration, every kernel and every shadowed one)")
     return "\n".join(lines)
 
 
-def main(as_json=False):
+def main(as_json=False, verbose=False):
     data = collect()
-    print(json.dumps(data, indent=2) if as_json else render(data))
+    print(json.dumps(data, indent=2) if as_json else render(data, verbose=verbose))
     return 0

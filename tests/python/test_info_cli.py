@@ -37,6 +37,11 @@ def cli_json():
 
 @pytest.fixture(scope="module")
 def cli_text():
+    return cli("--verbose")
+
+
+@pytest.fixture(scope="module")
+def cli_summary():
     return cli()
 
 
@@ -119,6 +124,25 @@ def test_text_says_the_same(cli_text, cli_json):
         assert f"{op} [cpu]: {' '.join(dtypes)}" in cli_text
     assert "abs [cpu] float32: example_c loses to cpu" in cli_text
     assert f"skipped plugins: {len(cli_json['skipped']) or 'none'}" in cli_text
+
+
+def test_summary_comes_first_and_is_short(cli_summary, cli_json):
+    """Without --verbose: what a person came for, not 137 kernel lines."""
+    lines = cli_summary.splitlines()
+    assert len(lines) <= 40, cli_summary
+    assert lines[2] == f"bridge path: {AUTO_PATH}" and lines[3].startswith("  why: ")
+    for p in cli_json["plugins"]:
+        assert f"  {p['name']} {p['version']} ({p['kind']}, ABI {p['abi']}, {len(p['kernels'])} kernels)" in cli_summary
+    for s in cli_json["skipped"]:
+        assert f"  {s['path']}: {s['reason']}" in cli_summary  # whole, never cut
+    n = len(cli_json["shadowed"])
+    assert f"shadowed kernels: {n} (" in cli_summary
+    assert " loses to " not in cli_summary and "--verbose" in cli_summary
+    pairs = {}
+    for s in cli_json["shadowed"]:
+        pairs[(s["winner"], s["loser"])] = pairs.get((s["winner"], s["loser"]), 0) + 1
+    for (winner, loser), count in pairs.items():
+        assert f"{winner} over {loser}: {count}" in cli_summary
 
 
 def test_collect_in_process_follows_the_forced_path(path):

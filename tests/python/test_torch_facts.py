@@ -107,7 +107,7 @@ def test_the_negative_bit_word_is_the_dispatch_key_set():
 def test_info_names_the_calibrated_layout():
     from torchferry import info
 
-    text = info.render(info.collect())
+    text = info.render(info.collect(), verbose=True)
     assert f"calibrated layout: {bridge.info()['offset_calibration']['layout']}" in text
 
 
