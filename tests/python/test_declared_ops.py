@@ -236,7 +236,7 @@ def test_a_second_plugin_with_the_same_schema_serves_when_the_first_is_gone(plug
 
 def test_info_lists_declared_ops(plugin_dir):
     r = subprocess.run(
-        [os.sys.executable, "-m", "torchferry", "info"],
+        [os.sys.executable, "-m", "torchferry", "info", "--verbose"],  # kernels too
         env={**os.environ, "TORCHFERRY_PLUGIN_PATH": plugin_dir},
         capture_output=True, text=True, timeout=180,
     )  # fmt: skip
