@@ -39,13 +39,12 @@ std::string CheckDlpackTensor(const dlpack::Tensor& dl, DtypeIndex* dtype,
         "expected a float, int, uint or bool dtype",
         dl.dtype.code, dl.dtype.bits, dl.dtype.lanes);
   }
-  constexpr int32_t kMaxDims = 64;
   *error_type = PyExc_ValueError;
-  if (dl.ndim < 0 || dl.ndim > kMaxDims || (dl.ndim > 0 && !dl.shape)) {
+  if (dl.ndim < 0 || dl.ndim > TF_MAX_NDIM || (dl.ndim > 0 && !dl.shape)) {
     return fmt::format(
         "the DLPack tensor has {} dims{}; expected 0 to {} "
         "with a shape",
-        dl.ndim, dl.shape ? "" : " and no shape", kMaxDims);
+        dl.ndim, dl.shape ? "" : " and no shape", TF_MAX_NDIM);
   }
   // Elements, and the furthest element in each direction, must fit int64.
   // No strides (DLPack before 1.0, for a compact tensor): row-major, whose

@@ -5,6 +5,8 @@ the two doors torch's dispatcher offers: the same op as the custom op
 `torch.ops.torchferry.noop` (what compiled graphs call) and a
 `torch.library.custom_op` that does nothing."""
 
+import typing
+
 import torch
 
 import torchferry
@@ -28,8 +30,9 @@ def _nothing_op():
     op = getattr(_nothing_op, "op", None)
     if op is None:
 
+        # typing.List: torch before 2.7 does not take list[torch.Tensor].
         @torch.library.custom_op("torchferry_bench::nothing", mutates_args=())
-        def nothing(tensors: list[torch.Tensor]) -> None:
+        def nothing(tensors: typing.List[torch.Tensor]) -> None:  # noqa: UP006
             return None
 
         op = _nothing_op.op = nothing
@@ -55,8 +58,11 @@ def _variants(ctx, n):
     if hasattr(torch.ops.torchferry, "noop"):
         variants.append(Variant(TORCH_DOOR, python_timer(listed, ctx.sync, f=torch.ops.torchferry.noop, **tensors), note="torchferry.library"))
     else:
-        variants.append(Variant(TORCH_DOOR, reason="torchferry.library did not load (see the import warning)"))
-    variants.append(Variant(CUSTOM_OP, python_timer(listed, ctx.sync, f=_nothing_op(), **tensors)))
+        variants.append(Variant(TORCH_DOOR, reason=torchferry.COMPILE_UNAVAILABLE or "torchferry.library did not load"))
+    if hasattr(torch.library, "custom_op"):
+        variants.append(Variant(CUSTOM_OP, python_timer(listed, ctx.sync, f=_nothing_op(), **tensors)))
+    else:
+        variants.append(Variant(CUSTOM_OP, reason=f"torch {torch.__version__} has no torch.library.custom_op (torch >= 2.4)"))
     return variants
 
 
