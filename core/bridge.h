@@ -218,6 +218,9 @@ class Bridge {
   }
   bool RaiseTorchFailure(const char* getter, PyObject* obj, const char* what);
   bool IsStrided(PyObject* obj);
+  // Raises, and returns true, for a tensor no path reads as one dense view:
+  // nested, or (with check_layout) not torch.strided.
+  bool RaiseIfNotDense(PyObject* obj, const char* what, bool check_layout);
   bool RaiseNotStrided(PyObject* obj, const char* what);
 
   bool initialized_ = false;

@@ -18,6 +18,8 @@ namespace torchferry {
 using bridge_internal::Bump;
 using bridge_internal::ContiguityFlag;
 using bridge_internal::Numel;
+using bridge_internal::RaiseDtypeNotCarried;
+using bridge_internal::RaiseMetaTensor;
 
 namespace {
 
@@ -127,30 +129,10 @@ bool Bridge::RaiseExchangeFailure(PyObject* obj, const char* what) {
   if (PendingErrorIsFatal()) return false;
   std::string why = FetchErrorText();
   why = why.substr(0, why.find("\nException raised from"));
-  PyObject* nested = PyObject_GetAttrString(obj, "is_nested");
-  const bool is_nested = nested == Py_True;
-  Py_XDECREF(nested);
-  PyErr_Clear();
-  if (is_nested) {
-    return RaiseError(PyExc_TypeError,
-                      fmt::format("{}: nested tensors (NestedTensorImpl) have "
-                                  "no single shape or strides; pass a dense "
-                                  "tensor, e.g. t.to_padded_tensor(0)",
-                                  what));
-  }
-  if (!IsStrided(obj)) return RaiseNotStrided(obj, what);
-  const std::string device = PyAttrText(obj, "device");
-  if (device == "meta") {
-    return RaiseError(PyExc_ValueError,
-                      fmt::format("{}: meta tensors carry no data; expected a "
-                                  "tensor on cpu or cuda",
-                                  what));
-  }
+  if (RaiseIfNotDense(obj, what, /*check_layout=*/true)) return false;
+  if (PyAttrText(obj, "device") == "meta") return RaiseMetaTensor(what);
   if (why.find("not supported by dlpack") != std::string::npos) {
-    return RaiseError(PyExc_TypeError,
-                      fmt::format("{}: torchferry does not carry dtype {}; "
-                                  "expected a float, int, uint or bool dtype",
-                                  what, PyAttrText(obj, "dtype")));
+    return RaiseDtypeNotCarried(obj, what);
   }
   return RaiseError(PyExc_TypeError,
                     fmt::format("{}: torch's DLPack exchange API could not "
@@ -173,12 +155,7 @@ bool Bridge::ReadExchanged(PyObject* obj, const char* what, TensorRef* ref) {
                                   what, PyAttrText(obj, "device")));
   }
   ref->dtype = DtypeFromDlpack(dl.dtype.code, dl.dtype.bits, dl.dtype.lanes);
-  if (ref->dtype == kNoDtype) {
-    return RaiseError(PyExc_TypeError,
-                      fmt::format("{}: torchferry does not carry dtype {}; "
-                                  "expected a float, int, uint or bool dtype",
-                                  what, PyAttrText(obj, "dtype")));
-  }
+  if (ref->dtype == kNoDtype) return RaiseDtypeNotCarried(obj, what);
   if (!CheckNotNegated(nullptr, obj, what)) return false;  // by is_neg
   static int64_t kUnitStride = 1;
   v.device = {dl.device.device_type, dl.device.device_id};

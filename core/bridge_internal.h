@@ -2,10 +2,14 @@
 // core/bridge_read.cc, core/dlpack_import.cc); not for other files.
 #pragma once
 
+#include <Python.h>
+#include <fmt/format.h>
+
 #include <atomic>
 #include <cstdint>
 
 #include "abi/torchferry.h"
+#include "core/py_errors.h"
 
 namespace torchferry {
 namespace bridge_internal {
@@ -21,6 +25,21 @@ inline void Bump(std::atomic<uint64_t>& counter) {
   counter.store(counter.load(std::memory_order_relaxed) + 1,
                 std::memory_order_relaxed);
 #endif
+}
+
+// The refusals more than one path gives, in one set of words. Each returns
+// false with the Python exception set.
+inline bool RaiseMetaTensor(const char* what) {
+  return RaiseError(PyExc_ValueError,
+                    fmt::format("{}: meta tensors carry no data; expected a "
+                                "tensor on cpu or cuda",
+                                what));
+}
+inline bool RaiseDtypeNotCarried(PyObject* obj, const char* what) {
+  return RaiseError(PyExc_TypeError,
+                    fmt::format("{}: torchferry does not carry dtype {}; "
+                                "expected a float, int, uint or bool dtype",
+                                what, PyAttrText(obj, "dtype")));
 }
 
 inline uint32_t ContiguityFlag(int64_t ndim, const int64_t* shape,

@@ -15,6 +15,8 @@ namespace torchferry {
 using bridge_internal::Bump;
 using bridge_internal::ContiguityFlag;
 using bridge_internal::Numel;
+using bridge_internal::RaiseDtypeNotCarried;
+using bridge_internal::RaiseMetaTensor;
 
 // Wrapper subclasses (FakeTensor, DTensor, functional tensors) override
 // __torch_dispatch__ and may have no storage: reading their data pointer would
@@ -90,10 +92,7 @@ bool Bridge::FillFromGetters(AtenTensorHandle h, PyObject* obj,
     }
     v.device = {TF_DEVICE_CUDA, index};
   } else if (device_type == torch_meta_) {
-    return RaiseError(PyExc_ValueError,
-                      fmt::format("{}: meta tensors carry no data; expected a "
-                                  "tensor on cpu or cuda",
-                                  what));
+    return RaiseMetaTensor(what);
   } else {
     return RaiseError(PyExc_NotImplementedError,
                       fmt::format("{}: torchferry does not carry tensors on "
@@ -144,12 +143,7 @@ bool Bridge::FillFromHandle(AtenTensorHandle h, PyObject* obj, const char* what,
     return false;
   }
   ref->dtype = DtypeFromTorchCode(code);
-  if (ref->dtype == kNoDtype) {
-    return RaiseError(PyExc_TypeError,
-                      fmt::format("{}: torchferry does not carry dtype {}; "
-                                  "expected a float, int, uint or bool dtype",
-                                  what, PyAttrText(obj, "dtype")));
-  }
+  if (ref->dtype == kNoDtype) return RaiseDtypeNotCarried(obj, what);
   v.dtype = Dtype(ref->dtype).dtype;
   void* data;
   if (a.get_data_ptr(h, &data) != 0) {

@@ -457,25 +457,35 @@ void Bridge::ProbeNegBit(PyObject* torch_module) {
   PyErr_Clear();
 }
 
-bool Bridge::RaiseTorchFailure(const char* getter, PyObject* obj,
-                               const char* what) {
-  // Nested tensors have no single shape; say so on every torch, including
-  // those whose shim cannot report torch's own message (< 2.13).
+bool Bridge::RaiseIfNotDense(PyObject* obj, const char* what,
+                             bool check_layout) {
   PyObject* nested = PyObject_GetAttrString(obj, "is_nested");
   const bool is_nested = nested == Py_True;
   Py_XDECREF(nested);
   PyErr_Clear();
   if (is_nested) {
-    return RaiseError(PyExc_TypeError,
-                      fmt::format("{}: nested tensors (NestedTensorImpl) have "
-                                  "no single shape or strides; pass a dense "
-                                  "tensor, e.g. t.to_padded_tensor(0)",
-                                  what));
+    RaiseError(PyExc_TypeError,
+               fmt::format("{}: nested tensors (NestedTensorImpl) have no "
+                           "single shape or strides; pass a dense tensor, "
+                           "e.g. t.to_padded_tensor(0)",
+                           what));
+    return true;
   }
-  // Without aoti_torch_get_layout (torch < 2.9) a sparse, compressed or
-  // mkldnn tensor is first told by a getter failing (its strides or its
-  // data pointer): say what is wrong with it, not which getter failed.
-  if (!has_layout_ && !IsStrided(obj)) return RaiseNotStrided(obj, what);
+  if (check_layout && !IsStrided(obj)) {
+    RaiseNotStrided(obj, what);
+    return true;
+  }
+  return false;
+}
+
+bool Bridge::RaiseTorchFailure(const char* getter, PyObject* obj,
+                               const char* what) {
+  // Nested tensors have no single shape; say so on every torch, including
+  // those whose shim cannot report torch's own message (< 2.13). Without
+  // aoti_torch_get_layout (torch < 2.9) a sparse, compressed or mkldnn
+  // tensor is first told by a getter failing (its strides or its data
+  // pointer): say what is wrong with it, not which getter failed.
+  if (RaiseIfNotDense(obj, what, /*check_layout=*/!has_layout_)) return false;
   const char* what_failed =
       lib_.api.exception_get_what ? lib_.api.exception_get_what() : nullptr;
   std::string why = what_failed ? what_failed : "no message (torch < 2.13)";

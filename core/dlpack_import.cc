@@ -22,8 +22,11 @@ constexpr uint32_t kDlpackMajor = 1;  // the DLPack major this host reads
 // A DLPack producer is someone else's code: everything it describes is
 // checked before a kernel may walk it. Returns what is wrong ("" when
 // nothing), with the Python exception type to raise.
-std::string CheckDlpackTensor(const dlpack::Tensor& dl, DtypeIndex* dtype,
-                              int64_t* numel, PyObject** error_type) {
+// `strides_required`: DLPack 1.2 and later forbid NULL strides for ndim > 0;
+// before, NULL meant compact and row-major (numpy 1.x exports so).
+std::string CheckDlpackTensor(const dlpack::Tensor& dl, bool strides_required,
+                              DtypeIndex* dtype, int64_t* numel,
+                              PyObject** error_type) {
   *error_type = PyExc_TypeError;
   if (dl.device.device_type != TF_DEVICE_CPU &&
       dl.device.device_type != TF_DEVICE_CUDA) {
@@ -45,6 +48,12 @@ std::string CheckDlpackTensor(const dlpack::Tensor& dl, DtypeIndex* dtype,
         "the DLPack tensor has {} dims{}; expected 0 to {} "
         "with a shape",
         dl.ndim, dl.shape ? "" : " and no shape", TF_MAX_NDIM);
+  }
+  if (dl.strides == nullptr && dl.ndim > 0 && strides_required) {
+    return fmt::format(
+        "the DLPack tensor has {} dims and no strides, which DLPack 1.2 and "
+        "later require",
+        dl.ndim);
   }
   // Elements, and the furthest element in each direction, must fit int64.
   // No strides (DLPack before 1.0, for a compact tensor): row-major, whose
@@ -134,6 +143,7 @@ bool Bridge::ReadDlpack(PyObject* obj, const char* what, bool writable,
                                   what, Py_TYPE(obj)->tp_name, why));
   }
   const dlpack::Tensor* dl = nullptr;
+  bool strides_required = false;  // a DLPack >= 1.2 export
   ref->read_only = false;
   if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
     auto* managed = static_cast<dlpack::ManagedTensorVersioned*>(
@@ -151,6 +161,7 @@ bool Bridge::ReadDlpack(PyObject* obj, const char* what, bool writable,
                       what, Py_TYPE(obj)->tp_name, major, minor, kDlpackMajor));
     }
     ref->read_only = (managed->flags & dlpack::kFlagReadOnly) != 0;
+    strides_required = managed->version.minor >= 2;
     if (writable && ref->read_only) {
       Py_DECREF(capsule);
       return RaiseError(PyExc_ValueError,
@@ -179,8 +190,8 @@ bool Bridge::ReadDlpack(PyObject* obj, const char* what, bool writable,
   }
   Bump(counts_[static_cast<int>(BridgePath::kDlpack)]);
   PyObject* error_type = nullptr;
-  std::string problem =
-      CheckDlpackTensor(*dl, &ref->dtype, &ref->numel, &error_type);
+  std::string problem = CheckDlpackTensor(*dl, strides_required, &ref->dtype,
+                                          &ref->numel, &error_type);
   if (!problem.empty()) {
     // The message is built from `dl` before Release frees it.
     std::string message =

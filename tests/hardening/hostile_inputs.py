@@ -458,7 +458,10 @@ hostile("numpy datetime64", lambda: ops.noop(np.array(["2020-01-01"], dtype="dat
 hostile("DLPack dtype with 4 lanes", lambda: ops.noop(Forged(lanes=4)))
 hostile("DLPack dtype code 9", lambda: ops.noop(Forged(code=9)))
 hostile("DLPack device 7 (vulkan)", lambda: ops.noop(Forged(device=7)))
-hostile("DLPack 2-D tensor without strides", lambda: ops.noop(Forged(shape=(2, 2), strides=None)))
+# NULL strides meant compact before DLPack 1.2 (test_layouts.py reads such a
+# tensor); 1.2 forbids them.
+hostile("DLPack 1.2 2-D tensor without strides",
+        lambda: ops.noop(Forged(shape=(2, 2), strides=None, versioned=True, version=(1, 2))))
 hostile("DLPack read-only versioned tensor as out",
         lambda: ops.abs(np32(4), out=Forged(versioned=True, read_only=True)))
 hostile("DLPack negative ndim", lambda: ops.noop(Forged(shape=(), ndim=-1)))

@@ -875,3 +875,21 @@ def test_nested_tensor_message_has_no_cpp_backtrace():
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+@pytest.mark.parametrize("versioned, version", [(False, None), (True, (1, 0)), (True, (1, 1))])
+def test_dlpack_without_strides_is_compact_before_1_2(versioned, version):
+    """NULL strides meant compact and row-major before DLPack 1.2 (numpy 1.x
+    exports so): read as such, into the right elements."""
+    f = Forged(shape=(3, 4), strides=None, elements=12, versioned=versioned, version=version or (1, 0))
+    for i in range(12):
+        f.buffer[i] = float(i)
+    out = torch.empty(3, 4)
+    ops.neg(f, out=out)
+    assert torch.equal(out, -torch.arange(12.0).reshape(3, 4))
+    assert bridge.view(Forged(shape=(3, 4), strides=None, elements=12))["strides"] == (4, 1)
+
+
+def test_dlpack_1_2_without_strides_is_refused():
+    with pytest.raises(ValueError, match="no strides, which DLPack 1.2 and later require"):
+        ops.noop(Forged(shape=(2, 2), strides=None, versioned=True, version=(1, 2)))
