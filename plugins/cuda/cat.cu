@@ -2,6 +2,7 @@
 // input. The copy moves raw elements, so only the element size matters.
 #include "plugins/cuda/call_util.h"
 #include "plugins/cuda/dtype.h"
+#include "plugins/cuda/element_types.cuh"
 #include "plugins/cuda/launch_config.h"
 #include "plugins/cuda/ops.h"
 #include "plugins/cuda/strided_layout.h"
@@ -69,18 +70,13 @@ tf_status Cat(const tf_call* call) {
   const Dtype dtype = DtypeOf(call->inputs[0].value.list.items[0].dtype);
   DeviceGuard guard(call, call->outputs[0].device.device_id);
   if (guard.status() != TF_OK) return guard.status();
-  switch (ElementSize(dtype)) {
-    case 1:
-      return CatWords<uint8_t>(call);
-    case 2:
-      return CatWords<uint16_t>(call);
-    case 4:
-      return CatWords<uint32_t>(call);
-    case 8:
-      return CatWords<uint64_t>(call);
-  }
-  return Fail(call, TF_ERROR_UNSUPPORTED, "cat: no kernel for %s",
-              DtypeName(dtype));
+  return DispatchByElementSize(
+      dtype,
+      [&](auto word) { return CatWords<typename decltype(word)::type>(call); },
+      [&] {
+        return Fail(call, TF_ERROR_UNSUPPORTED, "cat: no kernel for %s",
+                    DtypeName(dtype));
+      });
 }
 
 }  // namespace torchferry::cuda

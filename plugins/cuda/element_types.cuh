@@ -1,6 +1,6 @@
-// The C++ type behind each Dtype and the arithmetic type it computes in.
-// Half types compute in float32 (ABI.md), float64 in double, integers in
-// themselves.
+// The C++ type behind each Dtype, the arithmetic type it computes in, and
+// the dispatches from a Dtype to them. Half types compute in float32
+// (ABI.md), float64 in double, integers in themselves.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -146,6 +146,27 @@ auto DispatchFloatIntWideUnsigned(Dtype dtype, F&& f, G&& fallback) {
       break;
   }
   return DispatchFloatInt(dtype, f, fallback);
+}
+
+// Calls f(TypeTag<Word>{}) with Word the unsigned integer of dtype's element
+// size; returns what f returns. For kernels that only move elements (cat,
+// stack, embedding, zeroing): a move copies an element's bits and never reads
+// its value, and zero is all-zero bits in every dtype, so a word of the
+// element's width carries each dtype unchanged and one instantiation per
+// width serves all of them. An unknown dtype falls to `fallback`.
+template <typename F, typename G>
+auto DispatchByElementSize(Dtype dtype, F&& f, G&& fallback) {
+  switch (ElementSize(dtype)) {
+    case 1:
+      return f(TypeTag<uint8_t>{});
+    case 2:
+      return f(TypeTag<uint16_t>{});
+    case 4:
+      return f(TypeTag<uint32_t>{});
+    case 8:
+      return f(TypeTag<uint64_t>{});
+  }
+  return fallback();
 }
 
 }  // namespace torchferry::cuda

@@ -10,6 +10,7 @@
 
 #include "plugins/cuda/call_util.h"
 #include "plugins/cuda/dtype.h"
+#include "plugins/cuda/element_types.cuh"
 #include "plugins/cuda/launch_config.h"
 #include "plugins/cuda/ops.h"
 #include "plugins/cuda/strided_layout.h"
@@ -164,18 +165,13 @@ tf_status Embedding(const tf_call* call) {
   }
   DeviceGuard guard(call, call->outputs[0].device.device_id);
   if (guard.status() != TF_OK) return guard.status();
-  switch (ElementSize(dtype)) {
-    case 1:
-      return RunWords<uint8_t>(call);
-    case 2:
-      return RunWords<uint16_t>(call);
-    case 4:
-      return RunWords<uint32_t>(call);
-    case 8:
-      return RunWords<uint64_t>(call);
-  }
-  return Fail(call, TF_ERROR_UNSUPPORTED, "embedding: no kernel for %s",
-              DtypeName(dtype));
+  return DispatchByElementSize(
+      dtype,
+      [&](auto word) { return RunWords<typename decltype(word)::type>(call); },
+      [&] {
+        return Fail(call, TF_ERROR_UNSUPPORTED, "embedding: no kernel for %s",
+                    DtypeName(dtype));
+      });
 }
 
 }  // namespace torchferry::cuda

@@ -1,5 +1,6 @@
 #include "plugins/cuda/call_util.h"
 #include "plugins/cuda/dtype.h"
+#include "plugins/cuda/element_types.cuh"
 #include "plugins/cuda/fill_zero.h"
 #include "plugins/cuda/launch_config.h"
 #include "plugins/cuda/strided_layout.h"
@@ -42,24 +43,18 @@ tf_status FillZero(const tf_call* call, const tf_tensor& tensor,
                 op, kMaxDims, tensor.ndim);
   }
   const cudaStream_t stream = StreamOf(call);
-  switch (ElementSize(DtypeOf(tensor.dtype))) {
-    case 1:
-      LaunchFill<uint8_t>(DataOf(tensor), layout, numel, stream);
-      break;
-    case 2:
-      LaunchFill<uint16_t>(DataOf(tensor), layout, numel, stream);
-      break;
-    case 4:
-      LaunchFill<uint32_t>(DataOf(tensor), layout, numel, stream);
-      break;
-    case 8:
-      LaunchFill<uint64_t>(DataOf(tensor), layout, numel, stream);
-      break;
-    default:
-      return Fail(call, TF_ERROR_UNSUPPORTED, "%s: cannot zero %s", op,
-                  DtypeName(DtypeOf(tensor.dtype)));
-  }
-  return CheckLaunch(call, op);
+  const Dtype dtype = DtypeOf(tensor.dtype);
+  return DispatchByElementSize(
+      dtype,
+      [&](auto word) {
+        LaunchFill<typename decltype(word)::type>(DataOf(tensor), layout, numel,
+                                                  stream);
+        return CheckLaunch(call, op);
+      },
+      [&] {
+        return Fail(call, TF_ERROR_UNSUPPORTED, "%s: cannot zero %s", op,
+                    DtypeName(dtype));
+      });
 }
 
 }  // namespace torchferry::cuda

@@ -103,18 +103,15 @@ tf_status Stack(const tf_call* call) {
   const Dtype dtype = DtypeOf(xs.items[0].dtype);
   DeviceGuard guard(call, call->outputs[0].device.device_id);
   if (guard.status() != TF_OK) return guard.status();
-  switch (ElementSize(dtype)) {
-    case 1:
-      return StackWords<uint8_t>(call);
-    case 2:
-      return StackWords<uint16_t>(call);
-    case 4:
-      return StackWords<uint32_t>(call);
-    case 8:
-      return StackWords<uint64_t>(call);
-  }
-  return Fail(call, TF_ERROR_UNSUPPORTED, "stack: no kernel for %s",
-              DtypeName(dtype));
+  return DispatchByElementSize(
+      dtype,
+      [&](auto word) {
+        return StackWords<typename decltype(word)::type>(call);
+      },
+      [&] {
+        return Fail(call, TF_ERROR_UNSUPPORTED, "stack: no kernel for %s",
+                    DtypeName(dtype));
+      });
 }
 
 }  // namespace torchferry::cuda
