@@ -84,7 +84,7 @@ tf_status RotaryAs(const tf_call* call) {
                 "rotary_embedding: expected leading dimensions whose strides "
                 "merge into at most %d, found %d that do not; make x "
                 "contiguous first",
-                kMaxDims, last);
+                kMaxRank, last);
   }
   const int64_t work = args.num_rows * (args.head_dim - args.half);
   RotaryKernel<T><<<GridFor(work), kThreadsPerBlock, 0, StreamOf(call)>>>(
@@ -243,7 +243,7 @@ tf_status AttentionAs(const tf_call* call) {
     return Fail(call, TF_ERROR_UNSUPPORTED,
                 "scaled_dot_product_attention: expected batch dimensions "
                 "whose strides merge into at most %d",
-                kMaxDims);
+                kMaxRank);
   }
   a.q_head = q.strides[n - 3], a.q_row = q.strides[n - 2];
   a.q_step = q.strides[n - 1];

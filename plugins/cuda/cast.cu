@@ -92,7 +92,7 @@ tf_status Cast(const tf_call* call) {
     return Fail(call, TF_ERROR_UNSUPPORTED,
                 "cast: expected strides that merge into at most %d "
                 "dimensions, found %d that do not; make x contiguous first",
-                kMaxDims, out.ndim);
+                kMaxRank, out.ndim);
   }
 
   DeviceGuard guard(call, out.device.device_id);

@@ -28,11 +28,11 @@ tf_status CatWords(const tf_call* call) {
   const tf_tensor_list& xs = call->inputs[0].value.list;
   const tf_tensor& out = call->outputs[0];
   const int64_t dim = AttrAsInt(call, 0, 0);
-  if (out.ndim > kMaxInputDims || dim < 0 || dim >= out.ndim) {
+  if (out.ndim > kMaxRank || dim < 0 || dim >= out.ndim) {
     return Fail(call, TF_ERROR_UNSUPPORTED,
                 "cat: expected out of at most %d dimensions and dim in "
                 "[0, %d), found %d and %lld",
-                kMaxInputDims, out.ndim, out.ndim, static_cast<long long>(dim));
+                kMaxRank, out.ndim, out.ndim, static_cast<long long>(dim));
   }
   const cudaStream_t stream = StreamOf(call);
   int64_t start = 0;
@@ -46,7 +46,7 @@ tf_status CatWords(const tf_call* call) {
         return Fail(call, TF_ERROR_UNSUPPORTED,
                     "cat: expected strides that merge into at most %d "
                     "dimensions; make the inputs contiguous first",
-                    kMaxDims);
+                    kMaxRank);
       }
       Word* slice = static_cast<Word*>(DataOf(out)) + start * out.strides[dim];
       CopyInto<Word><<<GridFor(numel), kThreadsPerBlock, 0, stream>>>(

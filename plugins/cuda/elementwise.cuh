@@ -116,7 +116,7 @@ tf_status LaunchElementwise(const tf_call* call, const char* op, int ndim,
                 "%s: expected operands whose strides merge into at most %d "
                 "dimensions, found %d dimensions that do not merge; make the "
                 "operands contiguous (.contiguous()) first",
-                op, kMaxDims, ndim);
+                op, kMaxRank, ndim);
   }
 
   const cudaStream_t stream = StreamOf(call);

@@ -56,7 +56,7 @@ __global__ void Gather(const I* ids, const Word* table, Word* out,
 
 // "[1, 2]" for the row-major position `flat` in ids.
 std::string IndexText(const tf_tensor& ids, int64_t flat) {
-  int64_t index[kMaxInputDims];
+  int64_t index[kMaxRank];
   for (int d = ids.ndim - 1; d >= 0; --d) {
     index[d] = flat % ids.shape[d];
     flat /= ids.shape[d];
@@ -76,10 +76,10 @@ tf_status Run(const tf_call* call) {
   const int64_t count = NumElements(ids.ndim, ids.shape);
   const int64_t num = table.shape[0], dim = table.shape[1];
   if (count * dim == 0) return TF_OK;  // as on the CPU: out is empty
-  if (ids.ndim > kMaxInputDims - 1) {
+  if (ids.ndim > kMaxRank - 1) {
     return Fail(call, TF_ERROR_UNSUPPORTED,
                 "embedding: expected ids of at most %d dimensions, found %d",
-                kMaxInputDims - 1, ids.ndim);
+                kMaxRank - 1, ids.ndim);
   }
   const int64_t* id_strides[1] = {ids.strides};
   StridedLayout<1> id_layout;
@@ -90,7 +90,7 @@ tf_status Run(const tf_call* call) {
     return Fail(call, TF_ERROR_UNSUPPORTED,
                 "embedding: expected strides that merge into at most %d "
                 "dimensions; make the ids contiguous first",
-                kMaxDims);
+                kMaxRank);
   }
   const cudaStream_t stream = StreamOf(call);
   unsigned long long* first_bad = nullptr;

@@ -40,7 +40,7 @@ tf_status FillZero(const tf_call* call, const tf_tensor& tensor,
     return Fail(call, TF_ERROR_UNSUPPORTED,
                 "%s: expected an output whose strides merge into at most %d "
                 "dimensions, found %d that do not",
-                op, kMaxDims, tensor.ndim);
+                op, kMaxRank, tensor.ndim);
   }
   const cudaStream_t stream = StreamOf(call);
   const Dtype dtype = DtypeOf(tensor.dtype);

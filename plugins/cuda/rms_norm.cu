@@ -88,7 +88,7 @@ tf_status RmsNormAs(const tf_call* call, const char* op) {
                 "%s: expected leading dimensions whose strides merge "
                 "into at most %d, found %d that do not; make x contiguous "
                 "first",
-                op, kMaxDims, last);
+                op, kMaxRank, last);
   }
   const OpMathT<T> eps = static_cast<OpMathT<T>>(AttrAsDouble(call, 0, 1e-6));
   const T* x_data = static_cast<const T*>(DataOf(x));

@@ -89,11 +89,11 @@ tf_status SoftmaxAs(const tf_call* call) {
   const tf_tensor& out = call->outputs[0];
   int64_t dim = AttrAsInt(call, 0, -1);
   if (dim < 0) dim += x.ndim;
-  if (x.ndim > kMaxInputDims || dim < 0 || dim >= x.ndim) {
+  if (x.ndim > kMaxRank || dim < 0 || dim >= x.ndim) {
     return Fail(call, TF_ERROR_INVALID_ARGUMENT,
                 "softmax: expected dim in [0, %d) and at most %d dimensions, "
                 "found dim %lld of %d",
-                x.ndim, kMaxInputDims, static_cast<long long>(dim), x.ndim);
+                x.ndim, kMaxRank, static_cast<long long>(dim), x.ndim);
   }
 
   SoftmaxArgs args;
@@ -101,9 +101,9 @@ tf_status SoftmaxAs(const tf_call* call) {
   args.x_step = x.strides[dim];
   args.out_step = out.strides[dim];
   // Every dim but `dim`: what tells one row from another.
-  int64_t row_shape[kMaxInputDims];
-  int64_t x_row_strides[kMaxInputDims];
-  int64_t out_row_strides[kMaxInputDims];
+  int64_t row_shape[kMaxRank];
+  int64_t x_row_strides[kMaxRank];
+  int64_t out_row_strides[kMaxRank];
   int row_ndim = 0;
   for (int d = 0; d < x.ndim; ++d) {
     if (d == dim) continue;
@@ -120,7 +120,7 @@ tf_status SoftmaxAs(const tf_call* call) {
                 "softmax: expected the other dimensions' strides to merge "
                 "into at most %d, found %d that do not; make x contiguous "
                 "first",
-                kMaxDims, row_ndim);
+                kMaxRank, row_ndim);
   }
 
   const T* x_data = static_cast<const T*>(DataOf(x));

@@ -44,14 +44,14 @@ tf_status StackWords(const tf_call* call) {
   const int ndim = first.ndim;
   const int64_t numel = NumElements(ndim, first.shape);
   if (numel == 0 || xs.count == 0) return TF_OK;
-  if (ndim > kMaxInputDims) {
+  if (ndim > kMaxRank) {
     return Fail(call, TF_ERROR_UNSUPPORTED,
                 "stack: expected inputs of at most %d dimensions, found %d",
-                kMaxInputDims, ndim);
+                kMaxRank, ndim);
   }
 
   // out's strides with `dim` removed: where each input element lands.
-  int64_t slice_strides[kMaxInputDims];
+  int64_t slice_strides[kMaxRank];
   for (int d = 0, o = 0; o <= ndim; ++o) {
     if (o != dim) slice_strides[d++] = out.strides[o];
   }
@@ -82,7 +82,7 @@ tf_status StackWords(const tf_call* call) {
                   "stack: expected strides that merge into at most %d "
                   "dimensions, found %d that do not; make the inputs "
                   "contiguous first",
-                  kMaxDims, ndim);
+                  kMaxRank, ndim);
     }
     Word* out_base = static_cast<Word*>(DataOf(out)) + start * out_step;
     const dim3 grid(blocks_x, static_cast<unsigned>(count));

@@ -15,25 +15,23 @@
 
 namespace torchferry::cuda {
 
-// Dimensions a layout holds after merging: every rank the host passes
-// (abi/ABI.md), so that no call is refused for its rank. Merging adjacent
-// dimensions that are contiguous with each other leaves most tensors a dim or
-// two; the kernels loop over the ndim in use only. A layout of five tensors
-// is 3 KB of kernel parameters, inside CUDA's 32 KB (CUDA 12.1 and later, on
-// every architecture CUDA 13 builds for).
-constexpr int kMaxDims = TF_MAX_NDIM;
-
-// The most dimensions a tensor may have before merging. Bounds the host-side
-// scratch arrays.
-constexpr int kMaxInputDims = TF_MAX_NDIM;
+// The deepest tensor the kernels take, and so the dimensions a layout holds
+// even before merging: every rank the host passes (abi/ABI.md), so that no
+// call is refused for its rank. One bound serves both the host-side scratch
+// arrays and the layout, since merging only ever removes dimensions. Merging
+// adjacent dimensions that are contiguous with each other leaves most tensors
+// a dim or two; the kernels loop over the ndim in use only. A layout of five
+// tensors is 3 KB of kernel parameters, inside CUDA's 32 KB (CUDA 12.1 and
+// later, on every architecture CUDA 13 builds for).
+constexpr int kMaxRank = TF_MAX_NDIM;
 
 // N tensors that share one iteration shape, each with its own strides (in
 // elements). Dimension 0 is the outermost.
 template <int N>
 struct StridedLayout {
   int32_t ndim;
-  int64_t sizes[kMaxDims];
-  int64_t strides[N][kMaxDims];
+  int64_t sizes[kMaxRank];
+  int64_t strides[N][kMaxRank];
 
   // Element offsets of the `linear`-th element (row-major order over sizes)
   // in each tensor. IndexT is 32-bit where the element count allows: integer
@@ -68,7 +66,7 @@ struct StridedLayout {
 // first) whose strides are strides[t][0 .. ndim). Drops dimensions of size 1
 // and merges neighbours that are contiguous with each other in every tensor,
 // so a dense tensor becomes one dimension. Returns false when more than
-// kMaxDims dimensions remain. The caller handles zero-element shapes first.
+// kMaxRank dimensions remain. The caller handles zero-element shapes first.
 template <int N>
 inline bool BuildLayout(int ndim, const int64_t* shape,
                         const int64_t* const (&strides)[N],
@@ -92,7 +90,7 @@ inline bool BuildLayout(int ndim, const int64_t* shape,
         continue;
       }
     }
-    if (kept == kMaxDims) return false;
+    if (kept == kMaxRank) return false;
     layout->sizes[kept] = size;
     for (int t = 0; t < N; ++t) layout->strides[t][kept] = strides[t][d];
     ++kept;

@@ -10,7 +10,7 @@
 namespace {
 
 using torchferry::cuda::BuildLayout;
-using torchferry::cuda::kMaxDims;
+using torchferry::cuda::kMaxRank;
 using torchferry::cuda::NumElements;
 using torchferry::cuda::StridedLayout;
 
@@ -88,7 +88,7 @@ int main() {
   Check("transposed halves", {4, 4}, {4, 1}, {1, 4}, 2);
   // Size-1 dims vanish whatever their stride.
   Check("size one", {4, 1, 8}, {8, 99, 1}, {8, 0, 1}, 1);
-  // Ten dims of which pairs merge: fits in kMaxDims.
+  // Ten dims of which pairs merge: fits in kMaxRank.
   {
     std::vector<int64_t> shape(10, 2), dense(10), every_other(10);
     int64_t stride = 1;
@@ -100,8 +100,8 @@ int main() {
     Check("ten dims", shape, dense, every_other, 1);
   }
   // Nine dims that cannot merge are kept, nine of them; one dim more than
-  // kMaxDims is refused.
-  for (const int n : {9, kMaxDims, kMaxDims + 1}) {
+  // kMaxRank is refused.
+  for (const int n : {9, kMaxRank, kMaxRank + 1}) {
     std::vector<int64_t> shape(static_cast<size_t>(n), 2), s0(shape.size()),
         s1(shape.size());
     for (int d = 0; d < n; ++d) {
@@ -115,7 +115,7 @@ int main() {
     const int64_t* strides[2] = {s0.data(), s1.data()};
     StridedLayout<2> layout;
     const bool built = BuildLayout(n, shape.data(), strides, &layout);
-    if (built != (n <= kMaxDims) || (built && layout.ndim != n)) {
+    if (built != (n <= kMaxRank) || (built && layout.ndim != n)) {
       ++failures;
       std::fprintf(stderr, "%d unmergeable dims: built %d, ndim %d\n", n,
                    static_cast<int>(built), built ? layout.ndim : -1);
