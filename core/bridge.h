@@ -77,16 +77,16 @@ struct TensorRef {
 // code runs in the middle of a call and compared after it: equal means the
 // Python left the tensor as it was read.
 struct TensorState {
-  // Every rank a call accepts (CallFrame refuses more): more is never equal.
-  static constexpr int kMaxDims = TF_MAX_NDIM;
   void* data = nullptr;
   int64_t ndim = -1;
-  int64_t nbytes = -1;         // of the storage
-  int64_t dims[2 * kMaxDims];  // sizes, then strides
+  int64_t nbytes = -1;  // of the storage
+  // Sizes, then strides, for every rank a call accepts (CallFrame refuses
+  // more): a deeper tensor is never equal.
+  int64_t dims[2 * TF_MAX_NDIM];
 
   bool operator==(const TensorState& o) const {
     if (data != o.data || ndim != o.ndim || nbytes != o.nbytes ||
-        ndim > kMaxDims || ndim < 0) {
+        ndim > TF_MAX_NDIM || ndim < 0) {
       return false;
     }
     for (int64_t d = 0; d < 2 * ndim; ++d) {

@@ -206,7 +206,7 @@ TensorState Bridge::ExchangedStateOf(const TensorRef& ref) const {
   int64_t base = 0;
   if (!ExchangedStorage(ref.object, &base, &s.nbytes) ||
       exchange_->dltensor_from_py_object_no_sync(ref.object, &dl) != 0 ||
-      dl.ndim > TensorState::kMaxDims) {
+      dl.ndim > TF_MAX_NDIM) {
     PyErr_Clear();
     s.ndim = -1;  // never equal
     return s;

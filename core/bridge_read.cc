@@ -178,7 +178,7 @@ TensorState Bridge::StateOf(const TensorRef& ref) const {
       (a.get_dim(h, &s.ndim) == 0 && a.get_sizes(h, &sizes) == 0 &&
        a.get_strides(h, &strides) == 0);
   if (!shaped || a.get_data_ptr(h, &s.data) != 0 ||
-      !storage_.Read(h, &offset, &s.nbytes) || s.ndim > TensorState::kMaxDims) {
+      !storage_.Read(h, &offset, &s.nbytes) || s.ndim > TF_MAX_NDIM) {
     s.ndim = -1;  // never equal
     return s;
   }

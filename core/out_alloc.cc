@@ -54,9 +54,10 @@ PyObject* Wrap(AtenTensorHandle handle) {
 // nullptr without a Python error where the direct route does not apply or
 // failed, so that torch.empty runs (and raises torch's own error).
 PyObject* AllocateDirect(DtypeIndex dtype, int ndim, const int64_t* shape) {
-  constexpr int kMaxDims = 64;  // torch's own limit
-  int64_t strides[kMaxDims];
-  if (ndim > kMaxDims) return nullptr;
+  // Every out the host allocates has passed the rank limit; a deeper one
+  // would go to torch.empty.
+  int64_t strides[TF_MAX_NDIM];
+  if (ndim > TF_MAX_NDIM) return nullptr;
   int64_t stride = 1;
   for (int d = ndim - 1; d >= 0; --d) {
     strides[d] = stride;

@@ -16,9 +16,8 @@
 
 #include "torchferry.h"
 
-/* The host passes tensors of any rank; a fixed-size index keeps the walk free
-   of allocation. torch itself caps tensors at 64 dimensions. */
-#define EXAMPLE_MAX_DIMS 64
+/* The host passes no tensor of more than TF_MAX_NDIM dimensions (ABI.md), so
+   an index of that many keeps the walk free of allocation. */
 #define EXAMPLE_MAX_TENSORS 3
 
 /* Walks every element of `shape` in row-major order, keeping the element
@@ -30,7 +29,7 @@ typedef struct strided_walk {
   int32_t num_tensors;
   const int64_t* strides[EXAMPLE_MAX_TENSORS];
   int64_t offset[EXAMPLE_MAX_TENSORS];
-  int64_t index[EXAMPLE_MAX_DIMS];
+  int64_t index[TF_MAX_NDIM];
 } strided_walk;
 
 static void walk_start(strided_walk* w, const tf_tensor* out,
@@ -69,9 +68,10 @@ static int64_t numel(const tf_tensor* t) {
 }
 
 static tf_status check_rank(const tf_call* call, const tf_tensor* out) {
-  if (out->ndim > EXAMPLE_MAX_DIMS) {
+  if (out->ndim > TF_MAX_NDIM) {
     return call->host->set_error(call->error_sink, TF_ERROR_UNSUPPORTED,
-                                 "example_c walks at most 64 dimensions");
+                                 "example_c walks at most TF_MAX_NDIM "
+                                 "dimensions");
   }
   return TF_OK;
 }

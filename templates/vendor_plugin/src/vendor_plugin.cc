@@ -55,7 +55,8 @@ tf_status Add(const tf_call* call) {
   const tf_tensor& x = *call->inputs[0].value.tensor;
   const tf_tensor& y = *call->inputs[1].value.tensor;
   const tf_tensor& out = call->outputs[0];
-  if (out.ndim > TF_MAX_NDIM) return Unsupported(call, "at most 64 dims");
+  if (out.ndim > TF_MAX_NDIM)
+    return Unsupported(call, "at most TF_MAX_NDIM dims");
   const float alpha = static_cast<float>(call->attrs[0].value.f);
   const float* xs = static_cast<const float*>(x.data);
   const float* ys = static_cast<const float*>(y.data);
@@ -74,8 +75,9 @@ tf_status ScaleInfer(const tf_call* call, tf_tensor_spec* specs,
                      int32_t num_specs) {
   const tf_tensor& x = *call->inputs[0].value.tensor;
   if (num_specs != 1 || x.ndim > TF_MAX_NDIM) {
-    return call->host->set_error(call->error_sink, TF_ERROR_INVALID_ARGUMENT,
-                                 "scale takes one tensor of at most 64 dims");
+    return call->host->set_error(
+        call->error_sink, TF_ERROR_INVALID_ARGUMENT,
+        "scale takes one tensor of at most TF_MAX_NDIM dims");
   }
   specs[0].dtype = x.dtype;
   specs[0].ndim = x.ndim;

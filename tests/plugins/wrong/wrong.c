@@ -33,8 +33,6 @@
 #define STR2(x) #x
 #define STR(x) STR2(x)
 
-#define MAX_DIMS 64
-
 static int64_t numel(const tf_tensor* t) {
   int64_t n = 1;
   int32_t d;
@@ -63,9 +61,9 @@ static const float* base(const tf_tensor* t) {
 }
 
 static tf_status check(const tf_call* call, const tf_tensor* out) {
-  if (out->ndim > MAX_DIMS) {
+  if (out->ndim > TF_MAX_NDIM) {
     return call->host->set_error(call->error_sink, TF_ERROR_UNSUPPORTED,
-                                 "at most 64 dims");
+                                 "at most " STR(TF_MAX_NDIM) " dims");
   }
   if (FLAW == 6 && numel(out) == 0) raise(SIGSEGV);
   if (FLAW == 7) {
