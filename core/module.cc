@@ -581,5 +581,10 @@ extern "C" __attribute__((visibility("default"))) PyObject* PyInit__C() {
     Py_DECREF(module);
     return nullptr;
   }
+  // The rank limit, for Python to read rather than restate.
+  if (PyModule_AddIntConstant(module, "MAX_NDIM", TF_MAX_NDIM) != 0) {
+    Py_DECREF(module);
+    return nullptr;
+  }
   return module;
 }

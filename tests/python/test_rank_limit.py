@@ -8,10 +8,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from torchferry import ops
+from torchferry import _C, ops
 from conftest import assert_matches, path, rms_norm_ref, run_python  # noqa: F401  (fixture)
 
-TF_MAX_NDIM = 64
+# abi/torchferry.h's TF_MAX_NDIM, as the host was built with it.
+TF_MAX_NDIM = _C.MAX_NDIM
+
+
+def test_the_limit_is_the_abis():
+    """The contract's number (abi/ABI.md): a change to it is an ABI change."""
+    assert TF_MAX_NDIM == 64
 
 
 def deep(rank, dtype=torch.float32, twos=8, seed=0):
@@ -84,10 +90,12 @@ def test_deeper_than_the_limit_is_refused_by_the_host(path):
     refused(lambda: ops.add(torch.ones(1), x), TF_MAX_NDIM + 1)
     refused(lambda: ops.abs(torch.ones(1), out=x), TF_MAX_NDIM + 1)
     refused(lambda: ops.cat([torch.ones([1] * 3), x]), TF_MAX_NDIM + 1)
-    refused(lambda: ops.embedding(torch.zeros([1] * 65, dtype=torch.long), torch.ones(2, 2)), TF_MAX_NDIM + 1)
+    ids = torch.zeros([1] * (TF_MAX_NDIM + 1), dtype=torch.long)
+    refused(lambda: ops.embedding(ids, torch.ones(2, 2)), TF_MAX_NDIM + 1)
     refused(lambda: ops.noop(x), TF_MAX_NDIM + 1)
-    # ids of 64 dims make an out of 65: refused with the limit named too.
-    with pytest.raises(ValueError, match="64"):
+    # ids of TF_MAX_NDIM dims make an out of one more: refused with the limit
+    # named too.
+    with pytest.raises(ValueError, match=str(TF_MAX_NDIM)):
         ops.embedding(torch.zeros([1] * TF_MAX_NDIM, dtype=torch.long), torch.ones(2, 2))
 
 
