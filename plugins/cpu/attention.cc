@@ -452,7 +452,7 @@ void FillNan(const tf_tensor& out) {
   if (numel == 0) return;
   const T nan = Store<T>(
       static_cast<ComputeOf<T>>(std::numeric_limits<double>::quiet_NaN()));
-  int64_t index[kMaxRank + 3] = {};
+  int64_t index[kMaxRank] = {};
   for (int64_t i = 0; i < numel; ++i) {
     int64_t offset = 0;
     for (int d = 0; d < out.ndim; ++d) offset += index[d] * out.strides[d];
@@ -480,11 +480,11 @@ struct Attention {
     const tf_tensor& out = call->outputs[0];
     const int n = q.ndim;
     if (n < 3 || k.ndim != n || v.ndim != n || out.ndim != n ||
-        (mask != nullptr && mask->ndim != n) || n - 3 > kMaxRank) {
+        (mask != nullptr && mask->ndim != n) || n > kMaxRank) {
       return Fail(call, TF_ERROR_INVALID_ARGUMENT,
                   "scaled_dot_product_attention: expected q, k, v, mask and "
                   "out of one rank from 3 to %d, found %d, %d, %d and %d",
-                  kMaxRank + 3, q.ndim, k.ndim, v.ndim, out.ndim);
+                  kMaxRank, q.ndim, k.ndim, v.ndim, out.ndim);
     }
     const int64_t heads = out.shape[n - 3], kv_heads = k.shape[n - 3];
     const int64_t L = q.shape[n - 2], E = q.shape[n - 1];
