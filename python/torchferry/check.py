@@ -15,6 +15,12 @@ NotImplementedError (TF_ERROR_UNSUPPORTED) with a message counts as
 unsupported, not as a failure; any other error, a wrong value, shape or
 dtype is a failure.
 
+--device cuda checks the kernels the plugin registers for CUDA, on CUDA
+tensors, with the same cases, references and tolerances as on CPU: one
+checker for every device. bench/gpu/check_ops.py runs it first and then what
+only a GPU shows (user streams, a second GPU, more than 2^31 elements),
+judging its own calls with run_calls, as a case here is judged.
+
 Kernels run in child processes: one child runs the kernels in turn, and a
 kernel that crashes it (or hangs past --timeout) is reported by name, with
 the case it was running, and the next child goes on from the next kernel.
@@ -134,7 +140,7 @@ def _tensors_of(args, kwargs):
     return found
 
 
-def _compare(op, actual, expected):
+def compare(op, actual, expected):
     """None when `actual` matches `expected`, else what differs."""
     import torch
 
@@ -202,11 +208,11 @@ def _run_case(op, calls, reference, reference_takes_out, in_place=()):
         if "out" in kwargs and actual is not kwargs["out"] and kwargs["out"] is not None:
             if not isinstance(actual, torch.Tensor) or actual.data_ptr() != kwargs["out"].data_ptr():
                 return "fail", f"{label}: returned a tensor other than out="
-        problem = _compare(op, actual, expected)
+        problem = compare(op, actual, expected)
         if problem:
             return "fail", f"{label}: {problem}"
         for i, (tensor, expected_update) in zip(in_place, updated):
-            problem = _compare(op, tensor, expected_update)
+            problem = compare(op, tensor, expected_update)
             if problem:
                 return "fail", f"{label}: argument {i + 1}, updated in place: {problem}"
         for tensor, saved in zip(inputs, before):
@@ -226,6 +232,27 @@ def _run_case(op, calls, reference, reference_takes_out, in_place=()):
     if unsupported:
         return "unsupported", detail
     return "n/a", "no call"
+
+
+def _takes_out(schema):
+    return " out)" in schema["schema"].split("->")[0]
+
+
+def _in_place(schema):
+    return [i for i, a in enumerate(schema["args"]) if a["written"] and not a["kwarg_only"]]
+
+
+def run_calls(op, calls):
+    """(status, detail) of `calls` ([(args, kwargs), ...]) of the built-in op
+    `op` in this process, judged as a case of the check is: against
+    reference.REFERENCES, within check_cases.tolerance, inputs unchanged.
+    For cases of a caller's own making (bench/gpu/check_ops.py's sizes)."""
+    import torchferry
+
+    from . import reference
+
+    schema = {s["name"]: s for s in torchferry.ops.schemas()}[op]
+    return _run_case(op, calls, reference.REFERENCES[op], _takes_out(schema), _in_place(schema))
 
 
 def _child_run(spec):
@@ -287,8 +314,7 @@ def _child_run(spec):
                 _emit({**record, "status": "n/a", "detail": "the kind does not apply to the op"})
                 continue
             _emit({**record, "type": "start"})
-            in_place = [i for i, a in enumerate(schema["args"]) if a["written"] and not a["kwarg_only"]]
-            status, detail = _run_case(op, calls, ref, " out)" in schema["schema"].split("->")[0], in_place)
+            status, detail = _run_case(op, calls, ref, _takes_out(schema), _in_place(schema))
             _emit({**record, "status": status, "detail": detail})
     _emit({"type": "done"})
 

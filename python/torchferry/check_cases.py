@@ -16,7 +16,10 @@ must be exact; elementwise float results within about one rounding of the
 dtype (TOLERANCES); ops that accumulate (REDUCING: softmax, rms_norm,
 matmul) within a looser bound, as their order of summation is the kernel's
 own; float64 results of ops whose reference computes in float32
-(FLOAT32_REFERENCES) within float32's looser bound.
+(FLOAT32_REFERENCES) within float32's looser bound. These tables are the
+project's one bound on a kernel's float results: the test suite's
+assert_matches (TOLERANCES, or REDUCING_TOLERANCES for an accumulating op)
+and bench/gpu/check_ops.py (through torchferry.check) hold kernels to them.
 """
 
 import math
