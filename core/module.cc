@@ -100,8 +100,9 @@ PyObject* Init(PyObject* module, PyObject* args) {
   const char* plugin_dir;
   PyObject* resolved = nullptr;
   PyObject* unresolved = nullptr;
-  if (!PyArg_ParseTuple(args, "Oss|OO", &torch_module, &torch_version,
-                        &plugin_dir, &resolved, &unresolved)) {
+  const char* built_dir = nullptr;
+  if (!PyArg_ParseTuple(args, "Oss|OOz", &torch_module, &torch_version,
+                        &plugin_dir, &resolved, &unresolved, &built_dir)) {
     return nullptr;
   }
   std::vector<EntryPointPath> entry_points;
@@ -128,6 +129,14 @@ PyObject* Init(PyObject* module, PyObject* args) {
   g_registry = new Registry();  // lives until exit, as do the plugins
   LoaderOptions options = LoaderOptions::FromEnvironment(
       plugin_dir, std::move(entry_points), std::move(unresolved_entry_points));
+  // The per-user folder of `python -m torchferry build-aten` for this torch,
+  // last: the package's own ATen plugin, when it loads under this torch,
+  // keeps its place. Its location comes from the environment
+  // (TORCHFERRY_CACHE, XDG_CACHE_HOME, HOME), so a privileged process does
+  // not search it, as it does not read TORCHFERRY_PLUGIN_PATH.
+  if (built_dir != nullptr && *built_dir != '\0' && !SecureExecution()) {
+    options.search_path.emplace_back(built_dir);
+  }
   g_ignored_environment = options.ignored_environment;
   // The bridge read these through CodeSelectingEnv(), which skips them here.
   for (const char* name : {"TORCHFERRY_BRIDGE", "TORCHFERRY_TENSOR_META"}) {
@@ -520,7 +529,8 @@ PyObject* TimeLookup(PyObject*, PyObject* args) {
 
 PyMethodDef g_methods[] = {
     {"_init", TF_CFUNC(Init), METH_VARARGS,
-     "_init(torch, torch_version, plugin_dir[, entry_points, unresolved]): "
+     "_init(torch, torch_version, plugin_dir[, entry_points, unresolved, "
+     "built_dir]): "
      "start the bridge and load plugins"},
     {"_set_loading", TF_CFUNC(SetLoadingFlag), METH_O,
      "_set_loading(flag): torchferry's import is (not) loading plugins"},

@@ -30,7 +30,8 @@ std::string TorchVersionMismatch(std::string_view built, const char* running) {
       running_release.empty() ? std::string_view(running) : running_release;
   return "built against torch " + std::string(built_release) +
          ", running under torch " + std::string(shown) +
-         "; rebuild the aten plugin for this torch";
+         "; rebuild the aten plugin for this torch (python -m torchferry "
+         "build-aten)";
 }
 
 }  // namespace torchferry::aten

@@ -105,9 +105,14 @@ if _release(_torch.__version__) < MIN_TORCH:
 
 from . import _C  # noqa: E402  (torch must be loaded first: the bridge finds it)
 
+from . import aten_build as _aten_build  # noqa: E402
 from . import entry_points as _entry_points  # noqa: E402
 
 PLUGIN_DIR = _os.path.join(_os.path.dirname(__file__), "plugins")
+# Where `python -m torchferry build-aten` puts the ATen plugin for this
+# torch; searched after PLUGIN_DIR when it exists.
+BUILT_PLUGIN_DIR = _aten_build.user_plugin_dir(_torch.__version__)
+_BUILT_PLUGIN_DIR_GIVEN = _os.path.isdir(BUILT_PLUGIN_DIR)
 # Installed distributions' plugins (group torchferry.plugins), resolved before
 # the loader starts: it searches them after TORCHFERRY_PLUGIN_PATH.
 # While they resolve and load, a query (torchferry.plugins.loaded() from an
@@ -115,7 +120,14 @@ PLUGIN_DIR = _os.path.join(_os.path.dirname(__file__), "plugins")
 _C._set_loading(True)
 try:
     _ENTRY_PATHS, _ENTRY_UNRESOLVED, ENTRY_POINTS = _entry_points.resolve()
-    _C._init(_torch, _torch.__version__, PLUGIN_DIR, _ENTRY_PATHS, _ENTRY_UNRESOLVED)
+    _C._init(
+        _torch,
+        _torch.__version__,
+        PLUGIN_DIR,
+        _ENTRY_PATHS,
+        _ENTRY_UNRESOLVED,
+        BUILT_PLUGIN_DIR if _BUILT_PLUGIN_DIR_GIVEN else None,
+    )
 finally:
     _C._set_loading(False)
 

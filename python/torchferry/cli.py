@@ -1,4 +1,4 @@
-"""The command line: `python -m torchferry {info,bench,config,check}`."""
+"""The command line: `python -m torchferry {info,bench,config,check,build-aten}`."""
 
 import argparse
 
@@ -11,7 +11,8 @@ def build_parser():
         "searched first), TORCHFERRY_PLUGINS (name globs; -glob excludes), "
         "TORCHFERRY_BRIDGE (auto|shim|offset|exchange), TORCHFERRY_TENSOR_META (auto|getters), "
         "TORCHFERRY_LOG (debug|info|warn|error|off), "
-        "TORCHFERRY_ATEN_STRATEGY (from_blob|source|pool), TORCHFERRY_CPU_ISA (baseline|avx2). "
+        "TORCHFERRY_ATEN_STRATEGY (from_blob|source|pool), TORCHFERRY_CPU_ISA (baseline|avx2), "
+        "TORCHFERRY_CACHE (where build-aten's plugin goes and is found). "
         "Installed distributions add plugins through the 'torchferry.plugins' entry point group.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
@@ -99,6 +100,20 @@ def build_parser():
         default=120.0,
         help="seconds a case may run before its kernel counts as hung (default 120)",
     )
+    build_aten = sub.add_parser(
+        "build-aten",
+        help="build the ATen fallback plugin for the torch this Python runs",
+        description="Compile the ATen fallback plugin, whose sources the package carries, against "
+        "the C++ headers and libraries of the torch this Python imports, with the system's C++ "
+        "compiler ($CXX, else c++). By default it goes to a per-user folder that torchferry "
+        "searches under that torch, after the package's own plugins: "
+        "$TORCHFERRY_CACHE/aten/torch-<version>/ (TORCHFERRY_CACHE defaults to "
+        "$XDG_CACHE_HOME/torchferry, else ~/.cache/torchferry).",
+    )
+    build_aten.add_argument("--out", metavar="DIR", help="write the plugin here instead")
+    build_aten.add_argument(
+        "--jobs", type=int, metavar="N", help="files compiled at once (default: the CPU count)"
+    )
     return parser
 
 
@@ -120,4 +135,8 @@ def main(argv=None):
         from . import check
 
         return check.main(args)
+    if args.command == "build-aten":
+        from . import aten_build
+
+        return aten_build.main(args)
     return 2

@@ -36,6 +36,10 @@ def collect():
             "privileged": _C._secure_execution(),
             "entry_points": plugins.entry_points(),
             "package_dir": torchferry.PLUGIN_DIR,
+            # build-aten's folder for this torch: searched last, when it
+            # existed at import and the process is not privileged.
+            "built_dir": torchferry.BUILT_PLUGIN_DIR,
+            "built_dir_searched": torchferry._BUILT_PLUGIN_DIR_GIVEN and not _C._secure_execution(),
         },
         "load_seconds": _C._load_seconds(),
         "plugins": plugins.loaded(),
@@ -48,6 +52,11 @@ def collect():
         "skipped": plugins.skipped(),
         "shadowed": plugins.shadowed(),
     }
+
+
+def _built_dir_text(search):
+    """The build-aten folder's place in the search line, when searched."""
+    return f", then {search['built_dir']}" if search.get("built_dir_searched") else ""
 
 
 def _kernel_summary(kernels):
@@ -128,7 +137,8 @@ def render(data, verbose=False):
         f"plugins (loaded in {data['load_seconds'] * 1e3:.2f} ms; search: "
         f"{_search_setting(data['plugin_search'], 'TORCHFERRY_PLUGIN_PATH')}, "
         f"then entry points ({_entry_point_summary(data['plugin_search']['entry_points'])}), "
-        f"then {data['plugin_search']['package_dir']}; "
+        f"then {data['plugin_search']['package_dir']}"
+        f"{_built_dir_text(data['plugin_search'])}; "
         f"{_search_setting(data['plugin_search'], 'TORCHFERRY_PLUGINS')}):",
     ]
     ignored = data["plugin_search"].get("ignored")
