@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-CHECKS = ("plugin load", "ops (torchferry)", "bridge", "check (cuda)", "compile (cuda)", "bench")
+CHECKS = ("plugin load", "ops (torchferry)", "bridge", "compile (cuda)", "bench")
 
 
 def main(argv):
