@@ -10,7 +10,7 @@
 // or a float literal; `Tensor(a!)` marks an argument the op writes: after
 // `*` an out=, which a return with the same annotation is; before `*` an
 // input it updates in place, which no return names. The built-in ops
-// (core/op_table.h) and every op a plugin declares (ABI 1.1) go through the
+// (loader/op_table.h) and every op a plugin declares (ABI 1.1) go through the
 // same parser, so a bad declaration is refused with the column it breaks at.
 #pragma once
 

@@ -80,7 +80,7 @@ enum class AliasRule : uint8_t {
 
 // How the output's shape follows from the inputs, and the rest of what the
 // host checks and rewrites that a schema cannot say. Each value has one
-// preparation rule in core/prepare.cc.
+// preparation rule in core/prepare/prepare.cc.
 enum class Geometry : uint8_t {
   kSameShape,      // out: the input's shape
   kBroadcast,      // tensor inputs broadcast together; out: the result
@@ -95,10 +95,10 @@ enum class Geometry : uint8_t {
   kEmbedding,      // ids (int32/int64) x table [num, dim] -> ids.shape + [dim]
   kCat,            // a list joined along an existing dim
   kDeclared,       // a plugin's op (ABI 1.1): its infer gives the output
-  // core/prepare_attention.cc:
+  // core/prepare/prepare_attention.cc:
   kRotary,     // cos, sin: [..., r/2], broadcast to input.shape[:-1]
   kAttention,  // q, k, v, mask: torch's scaled_dot_product_attention
-  // core/prepare_linear.cc:
+  // core/prepare/prepare_linear.cc:
   kLinear,      // input [..., K], weight [N, K] -> [..., N], as matmul's shapes
   kAddRowNorm,  // residual += input in place, then kRowNorm of residual
 };
@@ -194,7 +194,7 @@ inline constexpr OpEntry kOpTable[] = {
      "inputs: any number of `TF_ARG_TENSOR`. Reads every view and does "
      "nothing; keyed by the first tensor, or (CPU, float32) when there is "
      "none."},
-    // --- attention (core/prepare_attention.cc) ---
+    // --- attention (core/prepare/prepare_attention.cc) ---
     {"rotary_embedding(Tensor input, Tensor cos, Tensor sin, *, bool "
      "interleaved=False) -> Tensor",
      dtype_sets::kFloat, AliasRule::kExact, Geometry::kRotary,
@@ -223,7 +223,7 @@ inline constexpr OpEntry kOpTable[] = {
      "no key is 0, as in torch (2.5 and later); a NaN scale with E and S "
      "above 0 makes every element of out NaN, masked rows too, as in torch. "
      "Accumulate in float32."},
-    // --- linear (core/prepare_linear.cc) ---
+    // --- linear (core/prepare/prepare_linear.cc) ---
     {"linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
      dtype_sets::kFloat, AliasRule::kNone, Geometry::kLinear,
      "input @ weight.T + bias, weight in nn.Linear's [out_features, "

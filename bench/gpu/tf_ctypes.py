@@ -2,7 +2,7 @@
 plugin, negotiate and run its init without the torchferry package: the
 "plugin load" step of bench/gpu_check.sh, which still runs where the package
 failed to build. It never calls a kernel: checking and shaping a call is the
-host's preparation engine (core/prepare.cc), which check_ops.py drives
+host's preparation engine (core/prepare/prepare.cc), which check_ops.py drives
 through the package.
 """
 

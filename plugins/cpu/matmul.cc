@@ -838,8 +838,8 @@ struct Matmul {
   }
 };
 
-// linear: matmul's shapes (core/prepare_linear.cc hands the weight over as
-// the [B, K, N] view weight.t()), so the product is matmul's, on the same
+// linear: matmul's shapes (core/prepare/prepare_linear.cc hands the weight over
+// as the [B, K, N] view weight.t()), so the product is matmul's, on the same
 // GEMM, and only the bias is added here, to every row.
 struct Linear {
   static constexpr const char* kName = "linear";

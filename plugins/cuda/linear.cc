@@ -1,7 +1,8 @@
 // linear: the host hands over matmul's shapes (input [B, M, K], the weight
-// as the [B, K, N] view weight.t(), out [B, M, N]; core/prepare_linear.cc),
-// so the product is this plugin's matmul (cuBLAS) and the bias is its add,
-// out += bias broadcast over the rows by stride 0, on the same stream.
+// as the [B, K, N] view weight.t(), out [B, M, N];
+// core/prepare/prepare_linear.cc), so the product is this plugin's matmul
+// (cuBLAS) and the bias is its add, out += bias broadcast over the rows by
+// stride 0, on the same stream.
 #include <cstdint>
 
 #include "call_util.h"

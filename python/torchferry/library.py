@@ -192,7 +192,7 @@ def _tensors(values):
 
 def _autograd_kernel(op, overload, writes_out):
     """Refuses a requires_grad tensor under grad mode as the native door
-    does (core/checks.cc CheckNoGrad), in the same words; below autograd
+    does (core/prepare/checks.cc CheckNoGrad), in the same words; below autograd
     otherwise. Under torch.compile, tracing reaches this too."""
     target = getattr(op.packet, overload)
     who = "functions with out=... arguments don't" if writes_out else "torchferry ops don't"
@@ -317,14 +317,14 @@ def _kind(dtype):
 
 def _check_number(op, what, value, like):
     """Refuses a Python number standing for a tensor (ops.mul(x, 0.5)) where
-    the native door does (core/number_tensor.cc), in its words: a number of a
+    the native door does (core/prepare/number_tensor.cc), in its words: a number of a
     higher kind than the tensor's dtype, where torch would promote, or an int
     that does not fit. Returns the value as an element of the dtype holds it
     (a negative wraps in an unsigned dtype)."""
     number = 0 if isinstance(value, bool) else 1 if isinstance(value, int) else 2
     tensor = _kind(like.dtype)
     if op.name == "clamp":
-        # clamp takes a number bound as an attribute (core/prepare.cc
+        # clamp takes a number bound as an attribute (core/prepare/prepare.cc
         # ScalarArg): only a float on an integer or bool tensor is refused,
         # in that rule's words.
         if number == 2 and tensor < 2:

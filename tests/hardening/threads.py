@@ -10,7 +10,7 @@ checks refuse. Afterwards:
     (each call's count measured alone first), and every shim handle created
     was deleted.
 
-It also shows that long kernels release the GIL (core/dispatch.cc,
+It also shows that long kernels release the GIL (core/python/dispatch.cc,
 kReleaseGilWork: above 65536 elements of work a CPU kernel runs without it):
 a pure-Python thread must make progress while another thread is inside one.
 
@@ -170,7 +170,7 @@ def check_gil_release(calls=20):
     counter can move during a call only if that call released the GIL (the
     counter yields with sleep(0) so that this thread gets it back at once).
     Long kernels (2 * 4M elements of work) must let it move; short ones
-    (2 * 1000) must not, as core/dispatch.cc keeps the GIL for them.
+    (2 * 1000) must not, as core/python/dispatch.cc keeps the GIL for them.
     """
     big = [torch.randn(1 << 22) for _ in range(3)]
     small = [torch.randn(1000) for _ in range(3)]
@@ -214,7 +214,7 @@ def main():
     if "--no-gil-check" not in sys.argv:
         gil_ok, gil_text = check_gil_release()
         if not gil_ok:
-            problems.append("the GIL was not released as core/dispatch.cc says: " + gil_text)
+            problems.append("the GIL was not released as core/python/dispatch.cc says: " + gil_text)
     for p in problems:
         print("FAIL " + p)
     print("threads: " + summary + "; " + gil_text)

@@ -1,15 +1,16 @@
 // libFuzzer target: bytes -> an op call (tensor views of any shape, strides,
 // dtype and aliasing, Python numbers and attributes, an out= that may be
-// wrong) -> the core's own preparation (core/prepare.cc and core/checks.cc,
-// linked as they are, with an embedded Python interpreter for the argument
-// objects and the exceptions) -> when it accepts, the CPU plugin's kernel
-// (and example_c's, for the keys it has).
+// wrong) -> the core's own preparation (core/prepare/prepare.cc and
+// core/prepare/checks.cc, linked as they are, with an embedded Python
+// interpreter for the argument objects and the exceptions) -> when it accepts,
+// the CPU plugin's kernel (and example_c's, for the keys it has).
 //
-// The views reach the preparation through a TensorSource (core/call_frame.h):
-// the call's tensor arguments are placeholder objects, and the frame asks this
-// file for the view each stands for, and for the out when the call passed
-// none. Everything else, from parsing the attributes to broadcasting, output
-// shapes and every check, is the code a call from Python runs.
+// The views reach the preparation through a TensorSource
+// (core/prepare/call_frame.h): the call's tensor arguments are placeholder
+// objects, and the frame asks this file for the view each stands for, and for
+// the out when the call passed none. Everything else, from parsing the
+// attributes to broadcasting, output shapes and every check, is the code a call
+// from Python runs.
 //
 // What a torch tensor can be, a view here can be: shapes 0..5 per dim (rarely
 // deeper than any kernel takes), strides of contiguous, transposed, sliced,
@@ -43,13 +44,13 @@
 
 #include "abi/torchferry.h"
 #include "byte_reader.h"
-#include "core/bridge.h"
-#include "core/call_frame.h"
-#include "core/checks.h"
-#include "core/dtypes.h"
-#include "core/op_functions.h"
-#include "core/prepare.h"
-#include "core/py_args.h"
+#include "core/bridge/bridge.h"
+#include "core/bridge/dtypes.h"
+#include "core/prepare/call_frame.h"
+#include "core/prepare/checks.h"
+#include "core/prepare/prepare.h"
+#include "core/python/op_functions.h"
+#include "core/python/py_args.h"
 #include "loader/loader.h"
 #include "loader/op_table.h"
 
@@ -83,8 +84,8 @@ uint16_t HalfBits(float f) {  // exact for the small quarters we generate
   return static_cast<uint16_t>(sign | (e << 10) | m);
 }
 
-// Same rule as the bridge's (core/bridge_internal.h): row-major compact, size-1
-// dims ignored, zero elements compact.
+// Same rule as the bridge's (core/bridge/bridge_internal.h): row-major compact,
+// size-1 dims ignored, zero elements compact.
 uint32_t ContiguityFlag(int ndim, const int64_t* shape,
                         const int64_t* strides) {
   int64_t expected = 1;

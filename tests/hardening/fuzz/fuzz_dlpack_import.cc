@@ -1,8 +1,9 @@
 // libFuzzer target: bytes -> a DLPack producer (a Python object whose
 // __dlpack__ hands out a capsule of any content, or misbehaves) -> the core's
-// bridge, Bridge::Read (core/dlpack_import.cc, linked as is, in an embedded Python
-// interpreter). This is the one place where the core reads memory described
-// by someone else's metadata, so it must refuse what it cannot represent.
+// bridge, Bridge::Read (core/bridge/dlpack_import.cc, linked as is, in an
+// embedded Python interpreter). This is the one place where the core reads
+// memory described by someone else's metadata, so it must refuse what it cannot
+// represent.
 //
 // The producer tells the truth about its own memory (the shape and strides
 // arrays hold exactly ndim entries) but may claim anything: negative or huge
@@ -35,9 +36,9 @@
 #include <vector>
 
 #include "byte_reader.h"
-#include "core/bridge.h"
-#include "core/dlpack_abi.h"
-#include "core/dtypes.h"
+#include "core/bridge/bridge.h"
+#include "core/bridge/dlpack_abi.h"
+#include "core/bridge/dtypes.h"
 
 using namespace torchferry;
 using torchferry::fuzz::ByteReader;

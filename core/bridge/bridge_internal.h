@@ -1,0 +1,67 @@
+// What the bridge's three files share (core/bridge/bridge_startup.cc,
+// core/bridge/bridge_read.cc, core/bridge/dlpack_import.cc); not for other
+// files.
+#pragma once
+
+#include <Python.h>
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "abi/torchferry.h"
+#include "core/python/py_errors.h"
+
+namespace torchferry {
+namespace bridge_internal {
+
+// Every Read and Release runs with the GIL held, which already serialises
+// them: a relaxed load and store (no locked instruction) keeps the counts
+// exact at a fraction of an atomic increment's cost. Free-threaded CPython
+// has no GIL, so there the count is a real atomic add.
+inline void Bump(std::atomic<uint64_t>& counter) {
+#ifdef Py_GIL_DISABLED
+  counter.fetch_add(1, std::memory_order_relaxed);
+#else
+  counter.store(counter.load(std::memory_order_relaxed) + 1,
+                std::memory_order_relaxed);
+#endif
+}
+
+// The refusals more than one path gives, in one set of words. Each returns
+// false with the Python exception set.
+inline bool RaiseMetaTensor(const char* what) {
+  return RaiseError(PyExc_ValueError,
+                    fmt::format("{}: meta tensors carry no data; expected a "
+                                "tensor on cpu or cuda",
+                                what));
+}
+inline bool RaiseDtypeNotCarried(PyObject* obj, const char* what) {
+  return RaiseError(PyExc_TypeError,
+                    fmt::format("{}: torchferry does not carry dtype {}; "
+                                "expected a float, int, uint or bool dtype",
+                                what, PyAttrText(obj, "dtype")));
+}
+
+inline uint32_t ContiguityFlag(int64_t ndim, const int64_t* shape,
+                               const int64_t* strides) {
+  int64_t expected = 1;
+  for (int64_t d = ndim - 1; d >= 0; --d) {
+    if (shape[d] == 1) continue;  // any stride is fine on a size-1 dim
+    if (shape[d] == 0) return TF_TENSOR_CONTIGUOUS;
+    if (strides[d] != expected) return 0;
+    // Only a foreign (DLPack) tensor can get here with sizes whose product
+    // overflows; such a tensor is refused later, and is not compact.
+    if (__builtin_mul_overflow(expected, shape[d], &expected)) return 0;
+  }
+  return TF_TENSOR_CONTIGUOUS;
+}
+
+inline int64_t Numel(int64_t ndim, const int64_t* shape) {
+  int64_t n = 1;
+  for (int64_t d = 0; d < ndim; ++d) n *= shape[d];
+  return n;
+}
+
+}  // namespace bridge_internal
+}  // namespace torchferry

@@ -1,0 +1,34 @@
+// From parsed Python arguments to a checked tf_call, driven by the op's entry
+// (loader/op_table.h): each Geometry has one preparation rule here, shared by
+// every op that has it. Dispatch and the kernel call come after
+// (core/python/dispatch.h).
+#pragma once
+
+#include <Python.h>
+
+#include "core/prepare/call_frame.h"
+#include "core/python/py_args.h"
+#include "loader/op_table.h"
+
+namespace torchferry {
+
+struct OpFunction;
+
+// Fills `frame` from the parsed arguments, or returns false with a Python
+// exception set.
+using PrepareFn = bool (*)(const OpFunction& fn, const ParsedArgs& args,
+                           CallFrame& frame);
+
+// The rule for a geometry; nullptr for kNoop, which takes *tensors.
+PrepareFn PrepareFor(Geometry geometry);
+
+// Runs fn.prepare, and again from the top where Python ran after a tensor
+// was read (CallFrame says why): afterwards, nothing read can be stale.
+bool PrepareCall(const OpFunction& fn, const ParsedArgs& args,
+                 CallFrame& frame);
+
+// noop(*tensors): bridges every argument and calls the kernel, measuring
+// dispatch alone. Prepares twice where PrepareCall would.
+bool PrepareNoop(PyObject* const* args, Py_ssize_t nargs, CallFrame& frame);
+
+}  // namespace torchferry
