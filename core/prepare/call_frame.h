@@ -58,8 +58,8 @@ class CallFrame {
   ~CallFrame() {
     for (int i = 0; i < num_refs_; ++i) bridge_.Release(&refs_[i]);
     for (TensorRef& r : imported_) bridge_.Release(&r);
-    Py_XDECREF(owned_result);
-    Py_XDECREF(keep_alive);
+    Py_XDECREF(owned_result_);
+    Py_XDECREF(keep_alive_);
   }
   CallFrame(const CallFrame&) = delete;
   CallFrame& operator=(const CallFrame&) = delete;
@@ -75,7 +75,7 @@ class CallFrame {
     heap_inputs_.reset(new tf_arg[count]);
     refs_ = heap_refs_.get();
     items_ = heap_items_.get();
-    inputs = heap_inputs_.get();
+    inputs_ = heap_inputs_.get();
     capacity_ = count;
   }
   // How many tensors the frame holds (kInlineTensors, or as Reserve()d).
@@ -140,20 +140,20 @@ class CallFrame {
     return true;
   }
 
-  // Back to an empty frame for the second pass; keeps owned_result,
-  // keep_alive and the DLPack imports.
+  // Back to an empty frame for the second pass; keeps owned_result(),
+  // keep_alive() and the DLPack imports.
   void Rewind() {
     for (int i = 0; i < num_refs_; ++i) bridge_.Release(&refs_[i]);
     num_refs_ = 0;
     arena_used_ = 0;
-    num_inputs = num_attrs = num_outputs = 0;
-    dispatch_ref = nullptr;
-    kernel_op = -1;
-    for (TensorRef*& w : written) w = nullptr;
-    result = nullptr;
-    num_returned = 0;
-    work = 0;
-    repeat.ndim = 0;
+    num_inputs_ = num_attrs_ = num_outputs_ = 0;
+    dispatch_ref_ = nullptr;
+    kernel_op_ = -1;
+    for (TensorRef*& w : written_) w = nullptr;
+    result_ = nullptr;
+    num_returned_ = 0;
+    work_ = 0;
+    repeat_.ndim = 0;
     python_ran_ = false;
     noted_ = num_noted_ = 0;
     more_noted_.clear();
@@ -173,12 +173,12 @@ class CallFrame {
                    bool with_outputs = true) const {
     tf_call call{};
     call.struct_size = sizeof(tf_call);
-    call.inputs = inputs;
-    call.num_inputs = num_inputs;
-    call.num_attrs = num_attrs;
-    call.attrs = attrs;
-    call.outputs = with_outputs ? outputs : nullptr;
-    call.num_outputs = with_outputs ? num_outputs : 0;
+    call.inputs = inputs_;
+    call.num_inputs = num_inputs_;
+    call.num_attrs = num_attrs_;
+    call.attrs = attrs_;
+    call.outputs = with_outputs ? outputs_ : nullptr;
+    call.num_outputs = with_outputs ? num_outputs_ : 0;
     call.stream = stream;
     call.kernel_data = const_cast<void*>(kernel_data);
     call.host = HostApi();
@@ -200,31 +200,59 @@ class CallFrame {
   int num_refs() const { return num_refs_; }
   TensorRef& ref(int i) { return refs_[i]; }
 
-  tf_arg* inputs = inline_inputs_;  // kInlineTensors, or as Reserve()d
-  int num_inputs = 0;
-  tf_arg attrs[kMaxAttrs];
-  int num_attrs = 0;
+  // What the kernel gets, filled by the op's rule. Inputs: the op's tensor
+  // (and None or number) arguments in its order, up to capacity().
+  tf_arg& input(int i) { return inputs_[i]; }
+  const tf_arg& input(int i) const { return inputs_[i]; }
+  int num_inputs() const { return num_inputs_; }
+  void set_num_inputs(int n) { num_inputs_ = n; }
+  tf_arg& AddInput() { return inputs_[num_inputs_++]; }
+  // Attributes: the op's other arguments in its order (kMaxAttrs at most:
+  // a schema has no more arguments).
+  tf_arg& attr(int i) { return attrs_[i]; }
+  const tf_arg& attr(int i) const { return attrs_[i]; }
+  int num_attrs() const { return num_attrs_; }
+  tf_arg& AddAttr() { return attrs_[num_attrs_++]; }
   // What the kernel writes: the op's returns (out=) in order, then the
-  // inputs it updates in place (add_rms_norm's residual). written[i] is the
-  // tensor behind outputs[i]; the dispatcher bumps each one's version.
+  // inputs it updates in place (add_rms_norm's residual). written(i) is the
+  // tensor behind output(i); the dispatcher bumps each one's version.
   static constexpr int kMaxOutputs = static_cast<int>(kMaxOpOutputs);
-  tf_tensor outputs[kMaxOutputs];
-  TensorRef* written[kMaxOutputs] = {};
-  int num_outputs = 0;
-  tf_tensor& output() { return outputs[0]; }
-  const tf_tensor& output() const { return outputs[0]; }
-  TensorRef* out_ref() const { return written[0]; }  // out=, the first return
-  TensorRef* dispatch_ref = nullptr;  // the tensor whose device/dtype key
-  PyObject* result = nullptr;         // borrowed; returned with a new reference
-  PyObject* owned_result = nullptr;   // out= the host allocated (a tuple of
-                                      // them for several returns)
-  int num_returned = 0;  // > 1: the call returns written[0, n) as a tuple
-  PyObject* keep_alive = nullptr;  // owned, e.g. a snapshot of a list arg
-  int64_t work = 0;                // elements touched, to decide on the GIL
+  void SetOutput(int slot, TensorRef* ref) {
+    written_[slot] = ref;
+    outputs_[slot] = ref->view;
+    if (num_outputs_ <= slot) num_outputs_ = slot + 1;
+  }
+  tf_tensor& output(int i = 0) { return outputs_[i]; }
+  const tf_tensor& output(int i = 0) const { return outputs_[i]; }
+  TensorRef* written(int i) const { return written_[i]; }
+  int num_outputs() const { return num_outputs_; }
+  TensorRef* out_ref() const { return written_[0]; }  // out=, the first return
+
+  // The tensor whose device and dtype key the kernel lookup.
+  TensorRef* dispatch_ref() const { return dispatch_ref_; }
+  void set_dispatch_ref(TensorRef* ref) { dispatch_ref_ = ref; }
   // The op whose kernel runs, when not the called op's (an OpId): mul of a
-  // float16 tensor and a Python number runs add's (core/prepare/prepare.cc).
+  // float16 tensor and a Python number runs add's (prepare_pointwise.cc).
   // -1: the called op's.
-  int kernel_op = -1;
+  int kernel_op() const { return kernel_op_; }
+  void set_kernel_op(int op) { kernel_op_ = op; }
+  // Elements touched, to decide on the GIL.
+  int64_t work() const { return work_; }
+  void set_work(int64_t work) { work_ = work; }
+
+  // What the call returns: `result` (borrowed), or with num_returned() > 1
+  // written(0 .. n) as a tuple; None when neither.
+  PyObject* result() const { return result_; }
+  void set_result(PyObject* out) { result_ = out; }
+  int num_returned() const { return num_returned_; }
+  void set_num_returned(int n) { num_returned_ = n; }
+  // The out= the host allocated (a tuple of them for several returns), owned
+  // by the frame and kept for the second pass.
+  PyObject* owned_result() const { return owned_result_; }
+  void set_owned_result(PyObject* owned) { owned_result_ = owned; }
+  // Owned, kept for the second pass: a snapshot of a list argument.
+  PyObject* keep_alive() const { return keep_alive_; }
+  void set_keep_alive(PyObject* owned) { keep_alive_ = owned; }
 
   // Outer dims the kernel's shapes cannot hold (matmul's batch dims that do
   // not nest): the dispatcher calls the kernel once per index of them, each
@@ -237,7 +265,9 @@ class CallFrame {
     int64_t sizes[kMaxRank];
     tf_tensor* tensors[kMaxTensors];
     int64_t strides[kMaxTensors][kMaxRank];
-  } repeat;
+  };
+  Repeat& repeat() { return repeat_; }
+  const Repeat& repeat() const { return repeat_; }
 
  private:
   // Take()'s refusals, out of line: formatting a message in Take() itself
@@ -296,6 +326,21 @@ class CallFrame {
   };
 
   static constexpr int kArenaSize = 8 * kMaxRank;
+  tf_arg* inputs_ = inline_inputs_;  // kInlineTensors, or as Reserve()d
+  int num_inputs_ = 0;
+  tf_arg attrs_[kMaxAttrs];
+  int num_attrs_ = 0;
+  tf_tensor outputs_[kMaxOutputs];
+  TensorRef* written_[kMaxOutputs] = {};
+  int num_outputs_ = 0;
+  TensorRef* dispatch_ref_ = nullptr;
+  int kernel_op_ = -1;
+  int64_t work_ = 0;
+  PyObject* result_ = nullptr;
+  int num_returned_ = 0;
+  PyObject* owned_result_ = nullptr;
+  PyObject* keep_alive_ = nullptr;
+  Repeat repeat_;
   Bridge& bridge_;
   const char* op_;
   TensorSource* source_ = nullptr;

@@ -144,13 +144,13 @@ class SpecSource : public TensorSource {
   std::deque<Spec> specs_;  // the views point into these
 };
 
-// (shape, dtype name) of the frame's outputs[i].
+// (shape, dtype name) of the frame's output(i).
 PyObject* OutputSpec(CallFrame& frame, int i) {
-  const tf_tensor& t = frame.outputs[i];
+  const tf_tensor& t = frame.output(i);
   PyObject* dims = ShapeTuple(t.ndim, t.shape);
   return dims == nullptr
              ? nullptr
-             : Py_BuildValue("(Ns)", dims, Dtype(frame.written[i]->dtype).name);
+             : Py_BuildValue("(Ns)", dims, Dtype(frame.written(i)->dtype).name);
 }
 
 }  // namespace
@@ -197,18 +197,18 @@ PyObject* InferSpec(const Registry& registry, PyObject* args) {
   // The very preparation an eager call runs, declared ops' infer and its
   // checks included; only the tensors are specs.
   if (!PrepareCall(fn, parsed, frame)) return nullptr;
-  if (frame.dispatch_ref == nullptr) Py_RETURN_NONE;  // no tensor: no output
-  const tf_device& key = frame.dispatch_ref->view.device;
+  if (frame.dispatch_ref() == nullptr) Py_RETURN_NONE;  // no tensor: no output
+  const tf_device& key = frame.dispatch_ref()->view.device;
   const OpId kernel_op =
-      frame.kernel_op >= 0 ? static_cast<OpId>(frame.kernel_op) : fn.id;
-  if (Dispatcher::Get().Find(kernel_op, key, frame.dispatch_ref->dtype) ==
+      frame.kernel_op() >= 0 ? static_cast<OpId>(frame.kernel_op()) : fn.id;
+  if (Dispatcher::Get().Find(kernel_op, key, frame.dispatch_ref()->dtype) ==
       nullptr) {
-    RaiseNoKernel(fn.name.c_str(), key, frame.dispatch_ref->dtype);
+    RaiseNoKernel(fn.name.c_str(), key, frame.dispatch_ref()->dtype);
     return nullptr;
   }
-  if (frame.num_returned > 1) {  // several returns: a list of their specs
-    PyObject* specs = PyList_New(frame.num_returned);
-    for (int i = 0; specs != nullptr && i < frame.num_returned; ++i) {
+  if (frame.num_returned() > 1) {  // several returns: a list of their specs
+    PyObject* specs = PyList_New(frame.num_returned());
+    for (int i = 0; specs != nullptr && i < frame.num_returned(); ++i) {
       PyObject* spec = OutputSpec(frame, i);
       if (spec == nullptr) {
         Py_CLEAR(specs);
@@ -218,7 +218,7 @@ PyObject* InferSpec(const Registry& registry, PyObject* args) {
     }
     return specs;
   }
-  if (frame.result == nullptr) Py_RETURN_NONE;  // writes only in place
+  if (frame.result() == nullptr) Py_RETURN_NONE;  // writes only in place
   return OutputSpec(frame, 0);
 }
 

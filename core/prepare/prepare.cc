@@ -81,7 +81,7 @@ bool PrepareWithoutStaleReads(const char* op, CallFrame& f, const Pass& pass) {
 bool PrepareCall(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   return PrepareWithoutStaleReads(fn.name.c_str(), f, [&] {
     ParsedArgs pass_args = args;  // the second pass takes the allocated out
-    if (f.owned_result != nullptr) pass_args.out = f.owned_result;
+    if (f.owned_result() != nullptr) pass_args.out = f.owned_result();
     return fn.prepare(fn, pass_args, f);
   });
 }
@@ -95,13 +95,13 @@ bool PrepareNoop(PyObject* const* args, Py_ssize_t nargs, CallFrame& f) {
     for (Py_ssize_t i = 0; i < nargs; ++i) {
       TensorRef* r = f.Take(args[i], "tensor", false);
       if (r == nullptr) return false;
-      if (i > 0 && !CheckSameDevice("noop", "tensor", *r, *f.dispatch_ref)) {
+      if (i > 0 && !CheckSameDevice("noop", "tensor", *r, *f.dispatch_ref())) {
         return false;
       }
-      if (i == 0) f.dispatch_ref = r;
-      SetTensorArg(&f.inputs[i], r);
+      if (i == 0) f.set_dispatch_ref(r);
+      SetTensorArg(&f.input(i), r);
     }
-    f.num_inputs = static_cast<int>(nargs);
+    f.set_num_inputs(static_cast<int>(nargs));
     return true;
   });
 }

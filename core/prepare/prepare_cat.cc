@@ -103,11 +103,11 @@ bool PrepareCat(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
       return false;
     }
   }
-  f.inputs[0] = TensorListArg(views, kept);
-  f.num_inputs = 1;
-  f.attrs[f.num_attrs++] = IntArg(dim);
-  f.dispatch_ref = first;
-  f.work = f.out_ref()->numel;
+  f.input(0) = TensorListArg(views, kept);
+  f.set_num_inputs(1);
+  f.AddAttr() = IntArg(dim);
+  f.set_dispatch_ref(first);
+  f.set_work(f.out_ref()->numel);
   return true;
 }
 
@@ -155,11 +155,11 @@ bool PrepareStack(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
       return false;
     }
   }
-  f.inputs[0] = TensorListArg(views, count);
-  f.num_inputs = 1;
-  f.attrs[f.num_attrs++] = IntArg(dim);
-  f.dispatch_ref = first;
-  f.work = f.out_ref()->numel;
+  f.input(0) = TensorListArg(views, count);
+  f.set_num_inputs(1);
+  f.AddAttr() = IntArg(dim);
+  f.set_dispatch_ref(first);
+  f.set_work(f.out_ref()->numel);
   return true;
 }
 

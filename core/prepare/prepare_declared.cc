@@ -101,7 +101,7 @@ bool TakeOuts(const char* op, const ParsedArgs& args, CallFrame& f,
     f.NotePython();  // PyTuple_New may run the gc, and its callbacks
     PyObject* made = PyTuple_New(n);
     if (made == nullptr) return false;
-    f.owned_result = made;
+    f.set_owned_result(made);
     for (int i = 0; i < n; ++i) {
       PyObject* t =
           AllocateLike(op, f, like, dtypes[i], specs[i].ndim, specs[i].shape);
@@ -112,12 +112,12 @@ bool TakeOuts(const char* op, const ParsedArgs& args, CallFrame& f,
   } else if (PyList_Check(out)) {
     // A list may change while the kernel runs without the GIL: the call
     // keeps a tuple of its items (made once; a second pass reuses it).
-    if (f.keep_alive == nullptr) {
+    if (f.keep_alive() == nullptr) {
       f.NotePython();
-      f.keep_alive = PyList_AsTuple(out);
-      if (f.keep_alive == nullptr) return false;
+      f.set_keep_alive(PyList_AsTuple(out));
+      if (f.keep_alive() == nullptr) return false;
     }
-    out = f.keep_alive;
+    out = f.keep_alive();
   }
   if (!PyTuple_Check(out) || PyTuple_GET_SIZE(out) != n) {
     return RaiseError(
@@ -134,7 +134,7 @@ bool TakeOuts(const char* op, const ParsedArgs& args, CallFrame& f,
       return false;
     }
   }
-  f.num_returned = n;
+  f.set_num_returned(n);
   return true;
 }
 
@@ -169,7 +169,7 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
                                       "None",
                                       op, a.name));
       }
-      f.inputs[f.num_inputs++] = NoneArg();
+      f.AddInput() = NoneArg();
       continue;
     }
     const char* name = a.name.c_str();
@@ -190,18 +190,16 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
     if (first == nullptr) first = r;
     names[num_tensors] = name;
     tensors[num_tensors++] = r;
-    SetTensorArg(&f.inputs[f.num_inputs++], r);
+    SetTensorArg(&f.AddInput(), r);
   }
   for (int i = 0; i < fn.signature.num_params; ++i) {
     const SchemaArg& a = *fn.params[i];
     if (a.type == ArgType::kTensor) continue;
-    if (!DeclaredAttr(op, a, args.values[i], first->dtype,
-                      &f.attrs[f.num_attrs])) {
+    if (!DeclaredAttr(op, a, args.values[i], first->dtype, &f.AddAttr())) {
       return false;
     }
-    ++f.num_attrs;
   }
-  f.dispatch_ref = first;
+  f.set_dispatch_ref(first);
   const KernelEntry* kernel =
       Dispatcher::Get().Find(fn.id, first->view.device, first->dtype);
   if (kernel == nullptr || kernel->infer == nullptr) {
@@ -214,7 +212,7 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
   int64_t work = 0;
   for (int t = 0; t < num_tensors; ++t)
     work = SaturatedSum(work, tensors[t]->numel);
-  f.work = work;
+  f.set_work(work);
   if (num_specs == 1) {
     if (fn.has_out_arg && (args.out == nullptr || args.out == Py_None)) {
       return RaiseError(
@@ -236,7 +234,7 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
   // Returns against inputs and one another, then what is written in place
   // against every other tensor.
   for (int o = 0; o < num_specs; ++o) {
-    const TensorRef& out = *f.written[o];
+    const TensorRef& out = *f.written(o);
     const char* out_name = num_specs == 1 ? "out" : kOutNames[o];
     for (int t = 0; t < num_tensors; ++t) {
       if (!CheckNoOverlap(op, names[t], *tensors[t], out, false, out_name)) {
@@ -244,12 +242,12 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
       }
     }
     for (int p = 0; p < o; ++p) {
-      if (!CheckNoOverlap(op, kOutNames[p], *f.written[p], out, false,
+      if (!CheckNoOverlap(op, kOutNames[p], *f.written(p), out, false,
                           out_name)) {
         return false;
       }
     }
-    f.work = SaturatedSum(f.work, out.numel);
+    f.set_work(SaturatedSum(f.work(), out.numel));
   }
   for (int w = 0; w < num_in_place; ++w) {
     for (int t = 0; t < num_tensors; ++t) {
@@ -259,11 +257,9 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
         return false;
       }
     }
-    f.written[num_specs + w] = in_place[w];
-    f.outputs[num_specs + w] = in_place[w]->view;
-    f.work = SaturatedSum(f.work, in_place[w]->numel);
+    f.SetOutput(num_specs + w, in_place[w]);
+    f.set_work(SaturatedSum(f.work(), in_place[w]->numel));
   }
-  f.num_outputs = num_specs + num_in_place;
   return true;
 }
 

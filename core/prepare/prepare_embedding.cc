@@ -50,7 +50,8 @@ bool PrepareEmbedding(const OpFunction& fn, const ParsedArgs& args,
     return false;
   }
   SetTensorInputs(f, {ids, table}, f.out_ref()->numel + ids->numel);
-  f.dispatch_ref = table;  // a kernel per table dtype; ids are int32 or int64
+  // A kernel per table dtype; ids are int32 or int64.
+  f.set_dispatch_ref(table);
   return true;
 }
 

@@ -180,7 +180,7 @@ bool PrepareLinear(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
       // matmul does for batch dims that do not nest.
       LeadingAsRows(xv, Split::kLastTwo, &xr);
       LeadingAsRows(f.output(), Split::kLastTwo, &outr);
-      CallFrame::Repeat& r = f.repeat;
+      CallFrame::Repeat& r = f.repeat();
       r.ndim = xv.ndim - 3;
       r.num_tensors = 2;
       r.tensors[0] = &x->view;
@@ -202,14 +202,14 @@ bool PrepareLinear(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   }
   Rows wr{xr.batch, 0, k, w_row};
   if (!As3d(f, &w->view, wr, n, w_col)) return false;
-  SetTensorArg(&f.inputs[0], x);
-  SetTensorArg(&f.inputs[1], w);
-  f.inputs[2] = bias != nullptr ? TensorArg(bias) : NoneArg();
-  f.num_inputs = 3;
-  f.dispatch_ref = x;
+  SetTensorArg(&f.input(0), x);
+  SetTensorArg(&f.input(1), w);
+  f.input(2) = bias != nullptr ? TensorArg(bias) : NoneArg();
+  f.set_num_inputs(3);
+  f.set_dispatch_ref(x);
   int64_t calls = 1;
-  for (int d = 0; d < f.repeat.ndim; ++d) calls *= f.repeat.sizes[d];
-  f.work = SaturatedProduct({calls, xr.batch, xr.m, n, SaturatedSum(k, 1)});
+  for (int d = 0; d < f.repeat().ndim; ++d) calls *= f.repeat().sizes[d];
+  f.set_work(SaturatedProduct({calls, xr.batch, xr.m, n, SaturatedSum(k, 1)}));
   return true;
 }
 

@@ -206,7 +206,7 @@ bool PrepareMatmul(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
     return false;
   }
   if (batch.ndim > 1) {
-    CallFrame::Repeat& r = f.repeat;
+    CallFrame::Repeat& r = f.repeat();
     r.ndim = batch.ndim - 1;
     r.num_tensors = kTensors;
     r.tensors[kA] = &a->view;

@@ -125,9 +125,7 @@ bool TakeOutput(const char* op, const char* what, PyObject* out,
                              op, what, ref->object, ref->handle())) {
     return false;
   }
-  frame.written[slot] = ref;
-  frame.outputs[slot] = ref->view;
-  frame.num_outputs = std::max(frame.num_outputs, slot + 1);
+  frame.SetOutput(slot, ref);
   return true;
 }
 
@@ -148,22 +146,22 @@ bool TakeOut(const char* op, const ParsedArgs& args, CallFrame& frame,
   if (out == nullptr || out == Py_None) {
     out = AllocateLike(op, frame, like, dtype, ndim, shape);
     if (out == nullptr) return false;
-    frame.owned_result = out;
+    frame.set_owned_result(out);
   }
   if (!TakeOutput(op, "out", out, frame, 0, like, dtype, ndim, shape)) {
     return false;
   }
-  frame.result = out;
+  frame.set_result(out);
   return true;
 }
 
 void SetTensorInputs(CallFrame& f, std::initializer_list<TensorRef*> inputs,
                      int64_t work) {
   int i = 0;
-  for (TensorRef* r : inputs) SetTensorArg(&f.inputs[i++], r);
-  f.num_inputs = i;
-  f.dispatch_ref = *inputs.begin();
-  f.work = work;
+  for (TensorRef* r : inputs) SetTensorArg(&f.input(i++), r);
+  f.set_num_inputs(i);
+  f.set_dispatch_ref(*inputs.begin());
+  f.set_work(work);
 }
 
 TensorRef* TakeLike(const char* op, const char* what, PyObject* obj,
@@ -184,15 +182,15 @@ bool TakeTensorList(const char* op, PyObject* seq, CallFrame& f,
                                   "tuple of tensors, got {}",
                                   op, Py_TYPE(seq)->tp_name));
   }
-  if (f.keep_alive != nullptr) {
-    seq = f.keep_alive;  // the second pass walks the first one's snapshot
+  if (f.keep_alive() != nullptr) {
+    seq = f.keep_alive();  // the second pass walks the first one's snapshot
   } else if (PyList_Check(seq)) {
     // Bridging an item may run Python (__dlpack__) that mutates the list;
     // walk a snapshot that the frame keeps alive. Taken before any tensor
     // is read, so the gc this allocation may trigger harms nothing.
     seq = PyList_AsTuple(seq);
     if (seq == nullptr) return false;
-    f.keep_alive = seq;
+    f.set_keep_alive(seq);
   }
   const Py_ssize_t n = PyTuple_GET_SIZE(seq);
   if (n == 0) {

@@ -77,23 +77,22 @@ bool PrepareBroadcast(const OpFunction& fn, const ParsedArgs& args,
   // Scalar attributes (add's alpha) follow the tensors, typed by x's dtype.
   for (int i = 2; i < fn.signature.num_params; ++i) {
     const SchemaArg& a = fn.schema.args[i];
+    tf_arg& attr = f.AddAttr();
     const bool ok =
         args.values[i] != nullptr
-            ? ScalarArg(op, a.name.c_str(), args.values[i], x->dtype,
-                        &f.attrs[f.num_attrs])
-            : DefaultScalarArg(op, a, x->dtype, &f.attrs[f.num_attrs]);
+            ? ScalarArg(op, a.name.c_str(), args.values[i], x->dtype, &attr)
+            : DefaultScalarArg(op, a, x->dtype, &attr);
     if (!ok) return false;
-    ++f.num_attrs;
   }
   if (fold && is_mul) {
-    f.attrs[f.num_attrs++] = FloatArg(folded);
+    f.AddAttr() = FloatArg(folded);
     SetTensorInputs(f, {y, x}, SaturatedProduct({f.out_ref()->numel, 2}));
-    f.kernel_op = static_cast<int>(kAdd);
+    f.set_kernel_op(static_cast<int>(kAdd));
     return true;
   }
   if (fold) {  // alpha is a float attribute for every float dtype
-    f.attrs[0].value.f =
-        static_cast<double>(static_cast<float>(f.attrs[0].value.f) * folded);
+    f.attr(0).value.f =
+        static_cast<double>(static_cast<float>(f.attr(0).value.f) * folded);
   }
   SetTensorInputs(f, {x, y}, SaturatedProduct({f.out_ref()->numel, 2}));
   return true;
@@ -118,9 +117,9 @@ bool PrepareClamp(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   for (int i = 0; i < 2; ++i) {
     PyObject* b = bounds[i];
     if (b == nullptr || b == Py_None) {
-      f.inputs[1 + i] = NoneArg();
+      f.input(1 + i) = NoneArg();
     } else if (PyFloat_Check(b) || PyLong_Check(b)) {
-      if (!ScalarArg(op, names[i], b, x->dtype, &f.inputs[1 + i])) {
+      if (!ScalarArg(op, names[i], b, x->dtype, &f.input(1 + i))) {
         return false;
       }
     } else {
@@ -151,12 +150,12 @@ bool PrepareClamp(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
         !CheckNoOverlap(op, names[i], *r, *f.out_ref(), true)) {
       return false;
     }
-    SetTensorArg(&f.inputs[1 + i], r);
+    SetTensorArg(&f.input(1 + i), r);
   }
-  SetTensorArg(&f.inputs[0], x);
-  f.num_inputs = 3;
-  f.dispatch_ref = x;
-  f.work = SaturatedProduct({f.out_ref()->numel, 2});
+  SetTensorArg(&f.input(0), x);
+  f.set_num_inputs(3);
+  f.set_dispatch_ref(x);
+  f.set_work(SaturatedProduct({f.out_ref()->numel, 2}));
   return true;
 }
 

@@ -82,7 +82,7 @@ bool PrepareRmsNorm(const OpFunction& fn, const ParsedArgs& args,
       !CheckNoOverlap(op, "weight", *w, *f.out_ref(), false)) {
     return false;
   }
-  f.attrs[f.num_attrs++] = FloatArg(eps);
+  f.AddAttr() = FloatArg(eps);
   SetTensorInputs(f, {x, w}, SaturatedProduct({x->numel, 2}));
   return true;
 }
@@ -120,10 +120,8 @@ bool PrepareAddRmsNorm(const OpFunction& fn, const ParsedArgs& args,
       !CheckNoOverlap(op, "weight", *w, *r, false, "residual")) {
     return false;
   }
-  f.written[1] = r;
-  f.outputs[1] = r->view;
-  f.num_outputs = 2;
-  f.attrs[f.num_attrs++] = FloatArg(eps);
+  f.SetOutput(1, r);
+  f.AddAttr() = FloatArg(eps);
   SetTensorInputs(f, {x, w}, SaturatedProduct({x->numel, 3}));
   return true;
 }
@@ -150,7 +148,7 @@ bool PrepareSoftmax(const OpFunction& fn, const ParsedArgs& args,
     f.output().shape = one;
     f.output().strides = one;
   }
-  f.attrs[f.num_attrs++] = IntArg(dim);
+  f.AddAttr() = IntArg(dim);
   SetTensorInputs(f, {x}, SaturatedProduct({x->numel, 3}));
   return true;
 }

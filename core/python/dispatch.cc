@@ -134,19 +134,23 @@ tf_status CallKernel(const KernelEntry& kernel, const tf_call& call,
 PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
   const char* name = Function(op).name.c_str();
   static const tf_device kCpu = {TF_DEVICE_CPU, 0};
-  const tf_device& device = f.dispatch_ref ? f.dispatch_ref->view.device : kCpu;
-  const DtypeIndex dtype = f.dispatch_ref ? f.dispatch_ref->dtype : kFloat32;
-  const KernelEntry* kernel = Find(
-      f.kernel_op >= 0 ? static_cast<OpId>(f.kernel_op) : op, device, dtype);
+  const tf_device& device =
+      f.dispatch_ref() ? f.dispatch_ref()->view.device : kCpu;
+  const DtypeIndex dtype =
+      f.dispatch_ref() ? f.dispatch_ref()->dtype : kFloat32;
+  const KernelEntry* kernel =
+      Find(f.kernel_op() >= 0 ? static_cast<OpId>(f.kernel_op()) : op, device,
+           dtype);
   if (kernel == nullptr) {
     RaiseNoKernel(name, device, dtype);
     return nullptr;
   }
-  if (f.num_outputs > 0 && Bridge::Get().library().api.grad_mode_is_enabled()) {
+  if (f.num_outputs() > 0 &&
+      Bridge::Get().library().api.grad_mode_is_enabled()) {
     // out= was passed when an output is returned that the host did not
     // allocate (an op that writes only in place returns none).
-    const bool out_given = f.owned_result == nullptr &&
-                           (f.result != nullptr || f.num_returned > 0);
+    const bool out_given = f.owned_result() == nullptr &&
+                           (f.result() != nullptr || f.num_returned() > 0);
     bool getter_ran = false;
     for (int i = 0; i < f.num_refs(); ++i) {
       if (!CheckNoGrad(name, f.ref(i), out_given, f, &getter_ran)) {
@@ -172,15 +176,15 @@ PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
   const tf_call call = f.MakeCall(kernel->kernel_data, cuda_stream, &sink);
 
   tf_status status;
-  if (device.device_type == TF_DEVICE_CPU && f.work >= kReleaseGilWork) {
-    Py_BEGIN_ALLOW_THREADS status = CallKernel(*kernel, call, f.repeat);
+  if (device.device_type == TF_DEVICE_CPU && f.work() >= kReleaseGilWork) {
+    Py_BEGIN_ALLOW_THREADS status = CallKernel(*kernel, call, f.repeat());
     Py_END_ALLOW_THREADS
   } else {
-    status = CallKernel(*kernel, call, f.repeat);
+    status = CallKernel(*kernel, call, f.repeat());
   }
   // Even a failed kernel may have written part of out: autograd must see it.
-  for (int i = 0; i < f.num_outputs; ++i) {
-    const TensorRef* written = f.written[i];
+  for (int i = 0; i < f.num_outputs(); ++i) {
+    const TensorRef* written = f.written(i);
     if (written->is_torch() &&
         !Bridge::Get().versions().Bump(written->object, written->handle())) {
       return nullptr;
@@ -196,17 +200,17 @@ PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
                                : sink.message));
     return nullptr;
   }
-  if (f.num_returned > 1) {  // several returns: their tensors as a tuple
-    PyObject* tuple = PyTuple_New(f.num_returned);
-    for (int i = 0; tuple != nullptr && i < f.num_returned; ++i) {
-      Py_INCREF(f.written[i]->object);
-      PyTuple_SET_ITEM(tuple, i, f.written[i]->object);
+  if (f.num_returned() > 1) {  // several returns: their tensors as a tuple
+    PyObject* tuple = PyTuple_New(f.num_returned());
+    for (int i = 0; tuple != nullptr && i < f.num_returned(); ++i) {
+      Py_INCREF(f.written(i)->object);
+      PyTuple_SET_ITEM(tuple, i, f.written(i)->object);
     }
     return tuple;
   }
-  if (f.result == nullptr) Py_RETURN_NONE;
-  Py_INCREF(f.result);
-  return f.result;
+  if (f.result() == nullptr) Py_RETURN_NONE;
+  Py_INCREF(f.result());
+  return f.result();
 }
 
 }  // namespace torchferry

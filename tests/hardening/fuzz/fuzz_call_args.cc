@@ -805,8 +805,8 @@ void Call::CheckAccepted() {
   };
   // Every tensor input, as the kernel sees it (broadcast views included).
   std::vector<const tf_tensor*> inputs;
-  for (int i = 0; i < frame_.num_inputs; ++i) {
-    const tf_arg& a = frame_.inputs[i];
+  for (int i = 0; i < frame_.num_inputs(); ++i) {
+    const tf_arg& a = frame_.input(i);
     if (a.kind == TF_ARG_TENSOR) inputs.push_back(a.value.tensor);
     for (int64_t j = 0; a.kind == TF_ARG_TENSOR_LIST && j < a.value.list.count;
          ++j) {
@@ -842,8 +842,8 @@ void Call::CheckAccepted() {
 void Call::Describe(const std::string& plugin) const {
   std::fprintf(stderr, "call %s of plugin '%s'\n",
                std::string(OpName(op_)).c_str(), plugin.c_str());
-  for (int i = 0; i < frame_.num_inputs; ++i) {
-    const tf_arg& a = frame_.inputs[i];
+  for (int i = 0; i < frame_.num_inputs(); ++i) {
+    const tf_arg& a = frame_.input(i);
     if (a.kind == TF_ARG_TENSOR) {
       std::fprintf(stderr, "  input %d: %s\n", i,
                    ViewText(*a.value.tensor).c_str());
@@ -858,12 +858,12 @@ void Call::Describe(const std::string& plugin) const {
                    static_cast<long long>(a.value.i), a.value.f);
     }
   }
-  for (int i = 0; i < frame_.num_attrs; ++i) {
-    const tf_arg& a = frame_.attrs[i];
+  for (int i = 0; i < frame_.num_attrs(); ++i) {
+    const tf_arg& a = frame_.attr(i);
     std::fprintf(stderr, "  attr %d: kind %d i %lld f %g\n", i, a.kind,
                  static_cast<long long>(a.value.i), a.value.f);
   }
-  if (frame_.num_outputs > 0) {
+  if (frame_.num_outputs() > 0) {
     std::fprintf(stderr, "  out: %s\n", ViewText(frame_.output()).c_str());
   }
   for (const auto& o : operands_) {
@@ -875,12 +875,13 @@ void Call::Describe(const std::string& plugin) const {
 }
 
 void Call::CallKernel(Registry* registry) {
-  const DtypeIndex key_dtype_ =
-      frame_.dispatch_ref != nullptr ? frame_.dispatch_ref->dtype : kFloat32;
+  const DtypeIndex key_dtype_ = frame_.dispatch_ref() != nullptr
+                                    ? frame_.dispatch_ref()->dtype
+                                    : kFloat32;
   // The kernel the dispatcher would run: another op's where the preparation
   // said so (mul of a float16 tensor and a number runs add's).
   const OpId kernel_op =
-      frame_.kernel_op >= 0 ? static_cast<OpId>(frame_.kernel_op) : op_;
+      frame_.kernel_op() >= 0 ? static_cast<OpId>(frame_.kernel_op()) : op_;
   const KernelEntry* k =
       registry->Find(OpName(kernel_op), TF_DEVICE_CPU, Dtype(key_dtype_).dtype);
   if (k == nullptr) return;  // the host raises NotImplementedError
@@ -915,9 +916,9 @@ void Call::CallKernel(Registry* registry) {
     written = Elements(frame_.output(), out_item, &distinct);
     // An input written in place (add_rms_norm's residual) is an output too,
     // of out's dtype.
-    for (int i = 1; i < frame_.num_outputs; ++i) {
+    for (int i = 1; i < frame_.num_outputs(); ++i) {
       const std::set<uintptr_t> more =
-          Elements(frame_.outputs[i], out_item, &distinct);
+          Elements(frame_.output(i), out_item, &distinct);
       written.insert(more.begin(), more.end());
     }
   }
