@@ -19,14 +19,16 @@ to the one built here. The plugin checks at load that it runs under the
 torch release it was built for.
 
 What the in-tree build (plugins/aten/meson.build) probes, this does too, by
-compiling: the C++ standard torch's headers need (from what torch's build
-config asks, upward), c10::AcceleratorError (torch >= 2.8) and
-scaled_dot_product_attention's enable_gqa (torch >= 2.5). The C++ ABI
-(_GLIBCXX_USE_CXX11_ABI) is torch's own answer.
+compiling the same files (plugins/aten/probes/, carried in the package): the
+C++ standard torch's headers need (from what torch's build config asks, as
+plugins/aten/find_torch.py reads it, upward), c10::AcceleratorError (torch
+>= 2.8) and scaled_dot_product_attention's enable_gqa (torch >= 2.5). The
+C++ ABI (_GLIBCXX_USE_CXX11_ABI) is torch's own answer.
 """
 
 import os
-import re
+import pathlib
+import runpy
 import shutil
 import subprocess
 import sys
@@ -97,44 +99,31 @@ def _torch_layout(torch):
 
 def _config_cxx_standard(root):
     """The standard torch's build config asks of code that includes its
-    headers (CXX_STANDARD 20, or cxx_std_20); 17 where it says nothing."""
-    config = os.path.join(root, "share", "cmake", "Torch", "TorchConfig.cmake")
-    try:
-        with open(config, encoding="utf-8", errors="replace") as f:
-            found = re.findall(r"CXX_STANDARD\s+(\d+)|cxx_std_(\d+)", f.read())
-    except OSError:
-        return 17
-    asks = [int(a or b) for a, b in found]
-    return max(asks) if asks else 17
+    headers: plugins/aten/find_torch.py's answer, the in-tree build's, from
+    the copy the package carries beside the sources."""
+    path = os.path.join(source_dir(), "find_torch.py")
+    if not os.path.exists(path):
+        raise BuildError(f"this torchferry package lacks {path}; expected it beside the ATen plugin's sources")
+    # run_path writes no bytecode beside it, in a package folder that may be read-only.
+    found = runpy.run_path(path, run_name="torchferry_aten_find_torch")
+    return found["cxx_standard"](pathlib.Path(root))
 
 
-_STD_PROBE = """
-#include <ATen/core/Tensor.h>
-#include <c10/core/DispatchKeySet.h>
-#include <c10/util/Exception.h>
-int main() { return at::Tensor().defined() ? 1 : 0; }
-"""
-_ACCELERATOR_ERROR_PROBE = """
-#include <c10/util/Exception.h>
-const c10::AcceleratorError* error = nullptr;
-"""
-_SDPA_GQA_PROBE = """
-#include <ATen/ops/scaled_dot_product_attention.h>
-at::Tensor Call(const at::Tensor& t) {
-  return at::scaled_dot_product_attention(t, t, t, {}, 0.0, false, 1.0, true);
-}
-"""
+def _probe(name):
+    """One of plugins/aten/probes/, as the package carries it: the files the
+    in-tree build compiles too."""
+    path = os.path.join(source_dir(), "probes", f"{name}.cc")
+    if not os.path.exists(path):
+        raise BuildError(f"this torchferry package lacks {path}; expected it beside the ATen plugin's sources")
+    return path
 
 
-def _compiles(cxx, flags, code, work):
-    path = os.path.join(work, "probe.cc")
-    with open(path, "w") as f:
-        f.write(code)
-    run = subprocess.run([*cxx, *flags, "-fsyntax-only", path], capture_output=True, text=True)
+def _compiles(cxx, flags, probe):
+    run = subprocess.run([*cxx, *flags, "-fsyntax-only", probe], capture_output=True, text=True)
     return run.returncode == 0, run.stderr
 
 
-def _plan(torch, cxx, work, log):
+def _plan(torch, cxx, log):
     """The flags every source compiles with, after the probes."""
     root = _torch_layout(torch)
     abi = int(bool(torch._C._GLIBCXX_USE_CXX11_ABI))
@@ -149,7 +138,7 @@ def _plan(torch, cxx, work, log):
     for candidate in (17, 20, 23):
         if candidate < asks:
             continue
-        ok, errors = _compiles(cxx, [*base, f"-std=c++{candidate}"], _STD_PROBE, work)
+        ok, errors = _compiles(cxx, [*base, f"-std=c++{candidate}"], _probe("torch_headers"))
         log(f"torch's headers as C++{candidate}: {'yes' if ok else 'no'}")
         if ok:
             std = candidate
@@ -162,8 +151,8 @@ def _plan(torch, cxx, work, log):
             f"is needed. The compiler said:\n{first}"
         )
     flags = [*base, f"-std=c++{std}"]
-    accelerator_error, _ = _compiles(cxx, flags, _ACCELERATOR_ERROR_PROBE, work)
-    sdpa_gqa, _ = _compiles(cxx, flags, _SDPA_GQA_PROBE, work)
+    accelerator_error, _ = _compiles(cxx, flags, _probe("accelerator_error"))
+    sdpa_gqa, _ = _compiles(cxx, flags, _probe("sdpa_gqa"))
     log(f"c10::AcceleratorError: {'yes' if accelerator_error else 'no'}; "
         f"scaled_dot_product_attention(enable_gqa): {'yes' if sdpa_gqa else 'no'}")
     defines = [
@@ -193,7 +182,7 @@ def build(out_dir=None, jobs=None, log=print):
     os.makedirs(out_dir, exist_ok=True)
     log(f"building the ATen plugin for torch {torch.__version__} with {' '.join(cxx)}")
     with tempfile.TemporaryDirectory(prefix="torchferry-aten-") as work:
-        root, std, flags = _plan(torch, cxx, work, log)
+        root, std, flags = _plan(torch, cxx, log)
         # The sources include "abi/torchferry.h", the header the package
         # carries for plugin builds.
         os.makedirs(os.path.join(work, "include", "abi"))

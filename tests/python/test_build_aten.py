@@ -48,11 +48,17 @@ def test_a_cxx_that_is_not_there_is_named(tmp_path):
 
 
 def test_the_package_carries_every_source_of_the_plugin():
-    carried = sorted(os.listdir(aten_build.source_dir()))
+    # The sources, the link map, and what the in-tree build probes with: the
+    # probe files and find_torch.py (pip may add its __pycache__).
+    carried = sorted(f for f in os.listdir(aten_build.source_dir()) if f != "__pycache__")
     wanted = sorted(
-        f for f in os.listdir(CHECKOUT_ATEN) if f.endswith((".cc", ".h")) or f == "exports.map"
+        f
+        for f in os.listdir(CHECKOUT_ATEN)
+        if f.endswith((".cc", ".h")) or f in ("exports.map", "find_torch.py", "probes")
     )
     assert carried == wanted
+    probes = os.path.join(CHECKOUT_ATEN, "probes")
+    assert sorted(os.listdir(os.path.join(aten_build.source_dir(), "probes"))) == sorted(os.listdir(probes))
 
 
 def test_the_folder_is_per_torch_and_follows_the_cache_setting(monkeypatch, tmp_path):
