@@ -1,58 +1,20 @@
 // The DLPack C exchange API (`__dlpack_c_exchange_api__`, DLPack 1.3, torch
-// >= 2.10) as dlpack.h lays it out, declared here so that the benchmark peers
-// build without a recent dlpack.h. Only the fields the peers call are typed;
-// the others keep their place as opaque pointers.
+// >= 2.10) as the benchmark peers call it, with the structs the core's
+// bridge declares (core/bridge/dlpack_abi.h), so that the peers build without
+// a recent dlpack.h and read the table exactly as the bridge does.
 #pragma once
 
 #include <Python.h>
 
 #include <cstdint>
 
+#include "core/bridge/dlpack_abi.h"
+
 namespace torchferry_bench {
 
-struct DLDevice {
-  int32_t device_type;
-  int32_t device_id;
-};
-struct DLDataType {
-  uint8_t code;
-  uint8_t bits;
-  uint16_t lanes;
-};
-struct DLTensor {
-  void* data;
-  DLDevice device;
-  int32_t ndim;
-  DLDataType dtype;
-  int64_t* shape;
-  int64_t* strides;
-  uint64_t byte_offset;
-};
-struct DLPackVersion {
-  uint32_t major;
-  uint32_t minor;
-};
-struct DLManagedTensorVersioned {
-  DLPackVersion version;
-  void* manager_ctx;
-  void (*deleter)(DLManagedTensorVersioned* self);
-  uint64_t flags;
-  DLTensor dl_tensor;
-};
-struct DLPackExchangeAPIHeader {
-  DLPackVersion version;
-  DLPackExchangeAPIHeader* prev_api;
-};
-struct DLPackExchangeAPI {
-  DLPackExchangeAPIHeader header;
-  void* managed_tensor_allocator;
-  int (*managed_tensor_from_py_object_no_sync)(void* py_object,
-                                               DLManagedTensorVersioned** out);
-  void* managed_tensor_to_py_object_no_sync;
-  // May be NULL: then the managed form is the only one.
-  int (*dltensor_from_py_object_no_sync)(void* py_object, DLTensor* out);
-  void* current_work_stream;
-};
+using DLPackExchangeAPI = torchferry::dlpack::ExchangeApi;
+using DLManagedTensorVersioned = torchferry::dlpack::ManagedTensorVersioned;
+using DLTensor = torchferry::dlpack::Tensor;
 
 // The exchange table of `obj`'s type, looked up once per type as the protocol
 // allows (one type is cached: the benchmark converts one type at a time).
