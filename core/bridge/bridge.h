@@ -7,10 +7,13 @@
 //   offset - the at::Tensor inside the THPVariable, read at an offset that
 //            depends on the torch version and is confirmed by calibration
 //            against a known tensor at start-up. Borrowed: no allocation.
+//   exchange - torch's DLPack C exchange API, non-owning (torch >= 2.10),
+//            where neither of those is there, or when forced: no at::Tensor.
 //   dlpack - any non-torch object with __dlpack__ (numpy, ...): slower,
 //            counted on its own.
-// Metadata always goes through the AOTI getters, whichever path produced the
-// handle.
+// A plain CPU tensor's metadata comes from calibrated TensorImpl words
+// (MetaProbe); every other tensor's through the AOTI getters, whichever path
+// produced the handle.
 #pragma once
 
 #include <Python.h>
@@ -21,6 +24,7 @@
 
 #include "abi/torchferry.h"
 #include "core/bridge/aoti.h"
+#include "core/bridge/bump.h"
 #include "core/bridge/dlpack_abi.h"
 #include "core/bridge/dtypes.h"
 #include "core/bridge/meta_probe.h"
@@ -57,9 +61,13 @@ struct TensorRef {
   bool dlpack_versioned = false;
   bool read_only = false;  // a DLPack export flagged read-only
   // A torch tensor read through the exchange API: no at::Tensor handle
-  // (view.source_kind NONE), so the checks that need one take torch's
-  // Python-level functions instead, called as C functions.
+  // (view.source_kind NONE), so the checks read its TensorImpl through
+  // probe_handle(), or, where that or a probe is missing, call torch's
+  // Python-level functions as C functions.
   bool exchanged = false;
+  // An exchanged tensor's TensorImpl*, from TensorBase._cdata's getter;
+  // nullptr where it could not be had.
+  const char* exchanged_impl = nullptr;
 
   // A torch tensor, with or without a handle: what the version counter, the
   // grad check and noting for Python mid-call apply to.
@@ -70,6 +78,17 @@ struct TensorRef {
   // The at::Tensor* behind a torch tensor (view.source_kind TF_SOURCE_ATEN).
   AtenTensorHandle handle() const {
     return static_cast<AtenTensorHandle>(const_cast<void*>(view.source));
+  }
+  // What the calibrated probes (version counter, inference, autograd
+  // metadata) read a TensorImpl through, which is all they read of a
+  // handle: an at::Tensor is one pointer, its TensorImpl*, so on the exchange
+  // path a pointer to exchanged_impl stands in. nullptr: none (the probes'
+  // callers then take torch's Python-level functions).
+  AtenTensorHandle probe_handle() const {
+    if (view.source_kind == TF_SOURCE_ATEN) return handle();
+    if (exchanged_impl == nullptr) return nullptr;
+    return reinterpret_cast<AtenTensorHandle>(
+        const_cast<const char**>(&exchanged_impl));
   }
 };
 
@@ -141,8 +160,13 @@ class Bridge {
   // Reads its handle again; converts nothing, counts nothing.
   TensorState StateOf(const TensorRef& ref) const;
 
+  // Inline: the shim path releases a handle for every tensor it reads.
   void Release(TensorRef* ref) {
-    if (ref->owned_handle != nullptr) ReleaseShimHandle(ref);
+    if (ref->owned_handle != nullptr) {
+      lib_.api.delete_tensor_object(ref->owned_handle);
+      ref->owned_handle = nullptr;
+      bridge_internal::Bump(shim_deleted_);
+    }
     if (ref->dlpack_managed != nullptr) ReleaseDlpack(ref);
   }
 
@@ -196,10 +220,19 @@ class Bridge {
   bool CheckSubclass(PyTypeObject* type, const char* what);
   bool CheckFitsStorage(AtenTensorHandle handle, PyObject* obj,
                         const char* what, const TensorRef& ref);
-  bool CheckNotNegated(AtenTensorHandle handle, PyObject* obj,
-                       const char* what);
+  // `impl`: the tensor's TensorImpl, nullptr where none is at hand (then
+  // Tensor.is_neg answers).
+  bool CheckNotNegated(const char* impl, PyObject* obj, const char* what);
+  // An at::Tensor is one pointer: its TensorImpl*.
+  static const char* ImplOf(AtenTensorHandle handle) {
+    return *reinterpret_cast<const char* const*>(handle);
+  }
+  // The TensorImpl* of a torch.Tensor from TensorBase._cdata's C getter;
+  // nullptr where that getter is missing or fails. Python runs in it where
+  // TorchFunctionCouldRun says so, unless torch function is held off.
+  const char* ImplFromCdata(PyObject* obj) const;
+  bool TorchFunctionCouldRun(PyObject* obj) const;
   void ProbeNegBit(PyObject* torch_module);
-  void ReleaseShimHandle(TensorRef* ref);
   void ReleaseDlpack(TensorRef* ref);
   void Calibrate(PyObject* torch_module, int major, int minor);
   void FindMetaDevice(PyObject* torch_module);
@@ -241,6 +274,11 @@ class Bridge {
   // and buffers before their first forward, which hold no data yet.
   PyTypeObject* uninitialized_type_ = nullptr;
   PyCFunction is_neg_ = nullptr;  // TensorBase.is_neg, called directly
+  getter cdata_ = nullptr;        // TensorBase._cdata's getter, called directly
+  // torch._C._is_torch_function_mode_enabled, called directly, and its module.
+  PyCFunction mode_enabled_ = nullptr;
+  PyObject* mode_enabled_self_ = nullptr;
+  PyObject* disable_torch_function_ = nullptr;  // a DisableTorchFunction
   const dlpack::ExchangeApi* exchange_ = nullptr;
   std::string exchange_detail_;
   // TensorBase.untyped_storage and StorageBase.data_ptr / nbytes, called

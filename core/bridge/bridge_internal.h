@@ -10,37 +10,37 @@
 #include <cstdint>
 
 #include "abi/torchferry.h"
+#include "core/bridge/bump.h"
 #include "core/python/py_errors.h"
 
 namespace torchferry {
 namespace bridge_internal {
 
-// Every Read and Release runs with the GIL held, which already serialises
-// them: a relaxed load and store (no locked instruction) keeps the counts
-// exact at a fraction of an atomic increment's cost. Free-threaded CPython
-// has no GIL, so there the count is a real atomic add.
-inline void Bump(std::atomic<uint64_t>& counter) {
-#ifdef Py_GIL_DISABLED
-  counter.fetch_add(1, std::memory_order_relaxed);
-#else
-  counter.store(counter.load(std::memory_order_relaxed) + 1,
-                std::memory_order_relaxed);
-#endif
-}
-
 // The refusals more than one path gives, in one set of words. Each returns
-// false with the Python exception set.
-inline bool RaiseMetaTensor(const char* what) {
+// false with the Python exception set. Cold and out of line, so that the
+// formatting's stack frame stays off the per-tensor read.
+[[gnu::cold, gnu::noinline]] inline bool RaiseMetaTensor(const char* what) {
   return RaiseError(PyExc_ValueError,
                     fmt::format("{}: meta tensors carry no data; expected a "
                                 "tensor on cpu or cuda",
                                 what));
 }
-inline bool RaiseDtypeNotCarried(PyObject* obj, const char* what) {
+[[gnu::cold, gnu::noinline]] inline bool RaiseDtypeNotCarried(
+    PyObject* obj, const char* what) {
   return RaiseError(PyExc_TypeError,
                     fmt::format("{}: torchferry does not carry dtype {}; "
                                 "expected a float, int, uint or bool dtype",
                                 what, PyAttrText(obj, "dtype")));
+}
+// Functional wrappers and ZeroTensors report elements but own no memory.
+[[gnu::cold, gnu::noinline]] inline bool RaiseNoMemory(PyObject* obj,
+                                                       const char* what,
+                                                       int64_t numel) {
+  return RaiseError(PyExc_TypeError,
+                    fmt::format("{}: this {} has {} elements but no memory "
+                                "(a functional, zero or other storage-less "
+                                "tensor); pass a materialized tensor",
+                                what, Py_TYPE(obj)->tp_name, numel));
 }
 
 inline uint32_t ContiguityFlag(int64_t ndim, const int64_t* shape,

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/bridge/bridge.h"
 #include "core/bridge/bridge_internal.h"
@@ -18,6 +19,7 @@ using bridge_internal::ContiguityFlag;
 using bridge_internal::Numel;
 using bridge_internal::RaiseDtypeNotCarried;
 using bridge_internal::RaiseMetaTensor;
+using bridge_internal::RaiseNoMemory;
 
 // The entry: what kind of object `obj` is decides how it is read.
 bool Bridge::Read(PyObject* obj, const char* what, bool writable,
@@ -26,6 +28,7 @@ bool Bridge::Read(PyObject* obj, const char* what, bool writable,
   ref->owned_handle = nullptr;
   ref->dlpack_managed = nullptr;
   ref->dlpack_strides = nullptr;
+  ref->exchanged_impl = nullptr;
   PyTypeObject* type = Py_TYPE(obj);
   if (type == tensor_type_ || type == parameter_type_) {
     return ReadTorchTensor(obj, what, ref);
@@ -67,7 +70,12 @@ bool Bridge::CheckSubclass(PyTypeObject* type, const char* what) {
                   what, type->tp_name));
 }
 
-bool Bridge::ReadTorchTensor(PyObject* obj, const char* what, TensorRef* ref) {
+// ReadTorchTensor, FillFromHandle and CheckFitsStorage are the per-tensor
+// read of every torch tensor: kept inline in Read, each call level costing
+// about 1 ns a tensor.
+[[gnu::always_inline]] inline bool Bridge::ReadTorchTensor(PyObject* obj,
+                                                           const char* what,
+                                                           TensorRef* ref) {
   ref->exchanged = false;
   if (path_ == BridgePath::kExchange) return ReadExchanged(obj, what, ref);
   AtenTensorHandle handle;
@@ -82,7 +90,7 @@ bool Bridge::ReadTorchTensor(PyObject* obj, const char* what, TensorRef* ref) {
   Bump(counts_[static_cast<int>(path_)]);
   bool plain = false;  // read from the TensorImpl: no negative bit
   if (!FillFromHandle(handle, obj, what, ref, &plain) ||
-      (!plain && !CheckNotNegated(handle, obj, what))) {
+      (!plain && !CheckNotNegated(ImplOf(handle), obj, what))) {
     Release(ref);
     return false;
   }
@@ -154,8 +162,11 @@ bool Bridge::RaiseNotStrided(PyObject* obj, const char* what) {
                   what, PyAttrText(obj, "layout")));
 }
 
-bool Bridge::FillFromHandle(AtenTensorHandle h, PyObject* obj, const char* what,
-                            TensorRef* ref, bool* plain) {
+[[gnu::always_inline]] inline bool Bridge::FillFromHandle(AtenTensorHandle h,
+                                                          PyObject* obj,
+                                                          const char* what,
+                                                          TensorRef* ref,
+                                                          bool* plain) {
   const AotiApi& a = lib_.api;
   tf_tensor& v = ref->view;
   int32_t code;
@@ -180,12 +191,7 @@ bool Bridge::FillFromHandle(AtenTensorHandle h, PyObject* obj, const char* what,
   ref->numel = Numel(ndim, v.shape);
   if (ref->numel == 0) return true;
   if (data == nullptr) {
-    // Functional wrappers and ZeroTensors report elements but own no memory.
-    return RaiseError(PyExc_TypeError,
-                      fmt::format("{}: this {} has {} elements but no memory "
-                                  "(a functional, zero or other storage-less "
-                                  "tensor); pass a materialized tensor",
-                                  what, Py_TYPE(obj)->tp_name, ref->numel));
+    return RaiseNoMemory(obj, what, ref->numel);
   }
   return CheckFitsStorage(h, obj, what, *ref);
 }
@@ -211,27 +217,15 @@ TensorState Bridge::StateOf(const TensorRef& ref) const {
   return s;
 }
 
-// A view whose storage was shrunk or freed under it
-// (t.untyped_storage().resize_(0)) still reports a data pointer: the
-// storage's base, NULL, plus its offset. Only the storage's size tells, and
-// every element the view reaches must lie inside it.
-bool Bridge::CheckFitsStorage(AtenTensorHandle h, PyObject* obj,
-                              const char* what, const TensorRef& ref) {
-  int64_t offset, nbytes;
-  if (!storage_.Read(h, &offset, &nbytes)) {
-    return RaiseTorchFailure("storage", obj, what);
-  }
-  return CheckFitsStorageSpan(obj, what, ref, offset, nbytes);
-}
+namespace {
 
-// `ref`'s view against its storage: `offset` elements into it, of `nbytes`.
-bool Bridge::CheckFitsStorageSpan(PyObject*, const char* what,
-                                  const TensorRef& ref, int64_t offset,
-                                  int64_t nbytes) {
+// One byte past the furthest element `ref`'s view reaches, `offset` elements
+// into its storage: false where that overflows. torch has no negative
+// strides; for a compact view the end is offset + numel.
+inline bool BytesReached(const TensorRef& ref, int64_t offset,
+                         int64_t* needed) {
   const tf_tensor& v = ref.view;
-  // The element past the furthest one the view reaches (torch has no
-  // negative strides); for a compact view that is offset + numel.
-  int64_t end = offset + ref.numel, needed = 0;
+  int64_t end = offset + ref.numel;
   bool overflow = false;
   if (!(v.flags & TF_TENSOR_CONTIGUOUS)) {
     end = offset + 1;
@@ -242,26 +236,68 @@ bool Bridge::CheckFitsStorageSpan(PyObject*, const char* what,
           __builtin_add_overflow(end, reach, &end);
     }
   }
-  overflow |= __builtin_mul_overflow(end, Dtype(ref.dtype).itemsize, &needed);
-  if (!overflow && needed <= nbytes) return true;
+  overflow |= __builtin_mul_overflow(end, Dtype(ref.dtype).itemsize, needed);
+  return !overflow;
+}
+
+// Out of line and cold: the message's formatting would otherwise give every
+// read the stack frame of fmt's buffer (about 2 ns a tensor).
+[[gnu::cold, gnu::noinline]] bool RaiseBeyondStorage(const char* what,
+                                                     const TensorRef& ref,
+                                                     int64_t offset,
+                                                     int64_t nbytes) {
+  const tf_tensor& v = ref.view;
+  int64_t needed = 0;
+  const bool overflow = !BytesReached(ref, offset, &needed);
   return RaiseError(
       PyExc_ValueError,
-      fmt::format("{}: this tensor's view (shape [{}], storage offset {}) "
-                  "reaches byte {} of its storage, which holds {} bytes; was "
-                  "its storage resized or freed (untyped_storage().resize_)?",
-                  what, fmt::join(v.shape, v.shape + v.ndim, ", "), offset,
-                  needed, nbytes));
+      fmt::format(
+          "{}: this tensor's view (shape [{}], storage offset {}) "
+          "reaches byte {} of its storage, which holds {} bytes; was "
+          "its storage resized or freed (untyped_storage().resize_)?",
+          what, fmt::join(v.shape, v.shape + v.ndim, ", "), offset,
+          overflow ? std::string("beyond 2^63") : std::to_string(needed),
+          nbytes));
+}
+
+// `ref`'s view against its storage: `offset` elements into it, of `nbytes`.
+[[gnu::always_inline]] inline bool FitsOrRaise(const char* what,
+                                               const TensorRef& ref,
+                                               int64_t offset, int64_t nbytes) {
+  int64_t needed;
+  if (BytesReached(ref, offset, &needed) && needed <= nbytes) return true;
+  return RaiseBeyondStorage(what, ref, offset, nbytes);
+}
+
+}  // namespace
+
+// A view whose storage was shrunk or freed under it
+// (t.untyped_storage().resize_(0)) still reports a data pointer: the
+// storage's base, NULL, plus its offset. Only the storage's size tells, and
+// every element the view reaches must lie inside it.
+[[gnu::always_inline]] inline bool Bridge::CheckFitsStorage(
+    AtenTensorHandle h, PyObject* obj, const char* what, const TensorRef& ref) {
+  int64_t offset, nbytes;
+  if (!storage_.Read(h, &offset, &nbytes)) {
+    return RaiseTorchFailure("storage", obj, what);
+  }
+  return FitsOrRaise(what, ref, offset, nbytes);
+}
+
+// For the exchange path, which reads the storage its own way.
+bool Bridge::CheckFitsStorageSpan(PyObject*, const char* what,
+                                  const TensorRef& ref, int64_t offset,
+                                  int64_t nbytes) {
+  return FitsOrRaise(what, ref, offset, nbytes);
 }
 
 // torch can negate a tensor lazily (x.conj().imag): the memory then holds
 // -value and a bit on the TensorImpl says so. Kernels read memory, so such a
 // tensor would compute with the wrong sign; refuse it instead.
-bool Bridge::CheckNotNegated(AtenTensorHandle handle, PyObject* obj,
+bool Bridge::CheckNotNegated(const char* impl, PyObject* obj,
                              const char* what) {
   bool negated;
-  if (neg_probe_.ok && handle != nullptr) {
-    // An at::Tensor is one pointer: its TensorImpl*.
-    const char* impl = *reinterpret_cast<const char* const*>(handle);
+  if (neg_probe_.ok && impl != nullptr) {
     uint64_t keys;
     std::memcpy(&keys, impl + neg_probe_.keyset_offset, sizeof(keys));
     negated = (keys & neg_probe_.negative_mask) != 0;
@@ -278,12 +314,6 @@ bool Bridge::CheckNotNegated(AtenTensorHandle handle, PyObject* obj,
                                 "x.conj().imag), so its memory holds -value; "
                                 "pass x.resolve_neg()",
                                 what));
-}
-
-void Bridge::ReleaseShimHandle(TensorRef* ref) {
-  lib_.api.delete_tensor_object(ref->owned_handle);
-  ref->owned_handle = nullptr;
-  Bump(shim_deleted_);
 }
 
 }  // namespace torchferry

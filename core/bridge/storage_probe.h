@@ -29,18 +29,21 @@ class StorageProbe {
 
   // False where torch could not say (the getters failed).
   bool Read(AtenTensorHandle handle, int64_t* offset, int64_t* nbytes) const {
-    if (ok_) {
-      const char* impl = *reinterpret_cast<const char* const*>(handle);
-      const char* storage =
-          *reinterpret_cast<const char* const*>(impl + storage_at_);
-      if (storage != nullptr) {
-        *offset = *reinterpret_cast<const int64_t*>(impl + offset_at_);
-        *nbytes = *reinterpret_cast<const int64_t*>(storage + nbytes_at_);
-        return true;
-      }
-    }
-    return api_->get_storage_offset(handle, offset) == 0 &&
-           api_->get_storage_size(handle, nbytes) == 0;
+    return ReadImpl(*reinterpret_cast<const char* const*>(handle), offset,
+                    nbytes) ||
+           (api_->get_storage_offset(handle, offset) == 0 &&
+            api_->get_storage_size(handle, nbytes) == 0);
+  }
+  // From the TensorImpl's calibrated words alone; false (having read
+  // nothing) when uncalibrated or where the tensor has no StorageImpl.
+  bool ReadImpl(const char* impl, int64_t* offset, int64_t* nbytes) const {
+    if (!ok_) return false;
+    const char* storage =
+        *reinterpret_cast<const char* const*>(impl + storage_at_);
+    if (storage == nullptr) return false;
+    *offset = *reinterpret_cast<const int64_t*>(impl + offset_at_);
+    *nbytes = *reinterpret_cast<const int64_t*>(storage + nbytes_at_);
+    return true;
   }
 
   bool calibrated() const { return ok_; }
