@@ -20,6 +20,7 @@ using bridge_internal::ContiguityFlag;
 using bridge_internal::Numel;
 using bridge_internal::RaiseDtypeNotCarried;
 using bridge_internal::RaiseMetaTensor;
+using bridge_internal::RaiseNoMemory;
 
 namespace {
 
@@ -74,11 +75,43 @@ void Bridge::FindExchangeApi() {
     return;
   }
   const auto* api = reinterpret_cast<const dlpack::ExchangeApi*>(found);
+  // The TensorImpl* behind a tensor, for the calibrated words of the
+  // negative-bit and storage probes: without it, each check is a Python
+  // method called as a C function (about 190 ns a tensor in all).
+  PyObject* cdata_key = PyUnicode_InternFromString("_cdata");
+  PyObject* cdata =
+      cdata_key ? _PyType_Lookup(tensor_type_, cdata_key) : nullptr;
+  Py_XDECREF(cdata_key);
+  if (cdata != nullptr && PyObject_TypeCheck(cdata, &PyGetSetDescr_Type)) {
+    cdata_ = reinterpret_cast<PyGetSetDescrObject*>(cdata)->d_getset->get;
+  }
+  // The getter, like the Tensor methods below, hands the tensor to a
+  // TorchFunctionMode's Python while one is active, and to a subclass's
+  // __torch_function__. torch._C._is_torch_function_mode_enabled (called as
+  // a C function) says when; torch._C.DisableTorchFunction, entered and left
+  // around such a read, keeps that Python from running.
+  PyObject* c_module = PyObject_GetAttrString(torch_module_, "_C");
+  PyObject* mode_enabled =
+      c_module
+          ? PyObject_GetAttrString(c_module, "_is_torch_function_mode_enabled")
+          : nullptr;
+  PyObject* disable_type =
+      c_module ? PyObject_GetAttrString(c_module, "DisableTorchFunction")
+               : nullptr;
+  if (mode_enabled != nullptr && PyCFunction_Check(mode_enabled) &&
+      PyCFunction_GET_FLAGS(mode_enabled) == METH_NOARGS) {
+    mode_enabled_ = PyCFunction_GET_FUNCTION(mode_enabled);
+    mode_enabled_self_ = PyCFunction_GET_SELF(mode_enabled);  // torch._C
+  }
+  Py_XDECREF(mode_enabled);  // torch._C keeps it for the process
+  // One instance, made now: making one per read could start the collector.
+  disable_torch_function_ =
+      disable_type ? PyObject_CallNoArgs(disable_type) : nullptr;
+  Py_XDECREF(disable_type);
   untyped_storage_ = NoArgsMethod(tensor_type_, "untyped_storage");
-  PyObject* c = PyObject_GetAttrString(torch_module_, "_C");
   PyObject* storage_type =
-      c ? PyObject_GetAttrString(c, "StorageBase") : nullptr;
-  Py_XDECREF(c);
+      c_module ? PyObject_GetAttrString(c_module, "StorageBase") : nullptr;
+  Py_XDECREF(c_module);
   if (storage_type != nullptr && PyType_Check(storage_type)) {
     auto* type = reinterpret_cast<PyTypeObject*>(storage_type);
     storage_data_ptr_ = NoArgsMethod(type, "data_ptr");
@@ -122,6 +155,66 @@ bool Bridge::ExchangedStorage(PyObject* obj, int64_t* base,
   return ok;
 }
 
+const char* Bridge::ImplFromCdata(PyObject* obj) const {
+  if (cdata_ == nullptr) return nullptr;
+  PyObject* value = cdata_(obj, nullptr);  // a PyLong: not tracked by the GC
+  void* impl = value != nullptr ? PyLong_AsVoidPtr(value) : nullptr;
+  Py_XDECREF(value);
+  if (impl == nullptr) PyErr_Clear();
+  return static_cast<const char*>(impl);
+}
+
+// Whether reading `obj` through torch's Tensor methods could run a
+// __torch_function__: a subclass's, or an active mode's.
+bool Bridge::TorchFunctionCouldRun(PyObject* obj) const {
+  PyTypeObject* type = Py_TYPE(obj);
+  if ((type != tensor_type_ && type != parameter_type_) ||
+      mode_enabled_ == nullptr) {
+    return true;
+  }
+  PyObject* enabled = mode_enabled_(mode_enabled_self_, nullptr);
+  Py_XDECREF(enabled);
+  if (enabled == nullptr) PyErr_Clear();
+  return enabled != Py_False;
+}
+
+namespace {
+
+// torch's __torch_function__ handling held off for a scope, where it could
+// run (Bridge::TorchFunctionCouldRun): torch._C.DisableTorchFunction's
+// __enter__ and __exit__, C methods that save and restore torch's state.
+// A pending exception is kept across __exit__.
+class NoTorchFunction {
+ public:
+  NoTorchFunction(PyObject* disable, bool needed)
+      : guard_(needed ? disable : nullptr) {
+    if (guard_ == nullptr) return;
+    PyObject* r = PyObject_CallMethod(guard_, "__enter__", nullptr);
+    if (r == nullptr) {
+      PyErr_Clear();
+      guard_ = nullptr;
+    }
+    Py_XDECREF(r);
+  }
+  ~NoTorchFunction() {
+    if (guard_ == nullptr) return;
+    PyObject *type, *value, *trace;
+    PyErr_Fetch(&type, &value, &trace);
+    PyObject* r = PyObject_CallMethod(guard_, "__exit__", "OOO", Py_None,
+                                      Py_None, Py_None);
+    if (r == nullptr) PyErr_Clear();
+    Py_XDECREF(r);
+    PyErr_Restore(type, value, trace);
+  }
+  NoTorchFunction(const NoTorchFunction&) = delete;
+  NoTorchFunction& operator=(const NoTorchFunction&) = delete;
+
+ private:
+  PyObject* guard_;
+};
+
+}  // namespace
+
 // torch refuses to describe a tensor DLPack cannot hold; the refusal says
 // why in the words the other paths use (nested, not strided, meta, dtype),
 // and torch's own message, without its C++ backtrace, for anything else.
@@ -156,7 +249,11 @@ bool Bridge::ReadExchanged(PyObject* obj, const char* what, TensorRef* ref) {
   }
   ref->dtype = DtypeFromDlpack(dl.dtype.code, dl.dtype.bits, dl.dtype.lanes);
   if (ref->dtype == kNoDtype) return RaiseDtypeNotCarried(obj, what);
-  if (!CheckNotNegated(nullptr, obj, what)) return false;  // by is_neg
+  const NoTorchFunction quiet(disable_torch_function_,
+                              TorchFunctionCouldRun(obj));
+  const char* impl = ImplFromCdata(obj);
+  ref->exchanged_impl = impl;
+  if (!CheckNotNegated(impl, obj, what)) return false;
   static int64_t kUnitStride = 1;
   v.device = {dl.device.device_type, dl.device.device_id};
   v.dtype = Dtype(ref->dtype).dtype;
@@ -173,15 +270,15 @@ bool Bridge::ReadExchanged(PyObject* obj, const char* what, TensorRef* ref) {
   ref->numel = Numel(v.ndim, v.shape);
   if (ref->numel == 0) return true;
   if (v.data == nullptr) {
-    return RaiseError(PyExc_TypeError,
-                      fmt::format("{}: this {} has {} elements but no memory "
-                                  "(a functional, zero or other storage-less "
-                                  "tensor); pass a materialized tensor",
-                                  what, Py_TYPE(obj)->tp_name, ref->numel));
+    return RaiseNoMemory(obj, what, ref->numel);
+  }
+  int64_t offset = 0, nbytes = 0;
+  if (impl != nullptr && storage_.ReadImpl(impl, &offset, &nbytes)) {
+    return CheckFitsStorageSpan(obj, what, *ref, offset, nbytes);
   }
   // Runs no Python (it holds the collector off): the view read above stays
   // what the kernel gets.
-  int64_t base = 0, nbytes = 0;
+  int64_t base = 0;
   if (!ExchangedStorage(obj, &base, &nbytes)) {
     return RaiseTorchFailure("storage", obj, what);
   }
@@ -201,6 +298,8 @@ bool Bridge::ReadExchanged(PyObject* obj, const char* what, TensorRef* ref) {
 // The state of an exchanged tensor, read again: its handle-less stand-in for
 // StateOf, so that Python run mid-call is noticed on this path too.
 TensorState Bridge::ExchangedStateOf(const TensorRef& ref) const {
+  const NoTorchFunction quiet(disable_torch_function_,
+                              TorchFunctionCouldRun(ref.object));
   TensorState s;
   dlpack::Tensor dl;
   int64_t base = 0;

@@ -344,8 +344,9 @@ std::string GradCheckDetail() {
 bool CheckNoGrad(const char* op, const TensorRef& ref, bool out_given,
                  CallFrame& f, bool* getter_ran) {
   if (!ref.is_torch()) return true;  // not torch's
-  if (g_autograd_meta_at >= 0 && ref.handle() != nullptr) {
-    const char* impl = *reinterpret_cast<const char* const*>(ref.handle());
+  if (g_autograd_meta_at >= 0 && ref.probe_handle() != nullptr) {
+    const char* impl =
+        *reinterpret_cast<const char* const*>(ref.probe_handle());
     if (WordAt<const void*>(impl, g_autograd_meta_at) == nullptr) return true;
   }
   f.NotePython();

@@ -181,7 +181,7 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
     if (a.in_place()) {
       if (!CheckWritable(op, *r, name) ||
           (r->is_torch() && !Bridge::Get().versions().CheckWritable(
-                                op, name, r->object, r->handle()))) {
+                                op, name, r->object, r->probe_handle()))) {
         return false;
       }
       in_place_names[num_in_place] = name;

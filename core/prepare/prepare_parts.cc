@@ -122,7 +122,7 @@ bool TakeOutput(const char* op, const char* what, PyObject* out,
     return false;
   }
   if (ref->is_torch() && !Bridge::Get().versions().CheckWritable(
-                             op, what, ref->object, ref->handle())) {
+                             op, what, ref->object, ref->probe_handle())) {
     return false;
   }
   frame.SetOutput(slot, ref);

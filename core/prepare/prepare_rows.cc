@@ -105,7 +105,7 @@ bool PrepareAddRmsNorm(const OpFunction& fn, const ParsedArgs& args,
     return false;
   }
   if (r->is_torch() && !Bridge::Get().versions().CheckWritable(
-                           op, "residual", r->object, r->handle())) {
+                           op, "residual", r->object, r->probe_handle())) {
     return false;
   }
   TensorRef* w = TakeRowWeight(op, args.values[2], f, *x);

@@ -185,8 +185,8 @@ PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
   // Even a failed kernel may have written part of out: autograd must see it.
   for (int i = 0; i < f.num_outputs(); ++i) {
     const TensorRef* written = f.written(i);
-    if (written->is_torch() &&
-        !Bridge::Get().versions().Bump(written->object, written->handle())) {
+    if (written->is_torch() && !Bridge::Get().versions().Bump(
+                                   written->object, written->probe_handle())) {
       return nullptr;
     }
   }

@@ -123,6 +123,36 @@ print("OK")
 """, path)
 
 
+def test_reading_tensors_runs_no_torch_function_mode(path):
+    # On every path a tensor is read without torch's Python-level methods
+    # (the exchange path's checks included), so a TorchFunctionMode sees
+    # nothing of a call whose outputs are given: it could otherwise change a
+    # tensor between its read and the kernel, or answer for it.
+    from torch.overrides import TorchFunctionMode
+
+    seen = []
+
+    class Watch(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    x, y, out = torch.randn(64), torch.randn(64), torch.empty(64)
+    negated = torch.randn(4, dtype=torch.complex64).conj().imag
+    shrunk = torch.ones(16)[4:]
+    shrunk.untyped_storage().resize_(8)
+    with Watch():
+        ops.noop(x, y, out)
+        ops.add(x, y, out=out)
+        ops.abs(x, out=out)
+        with pytest.raises(TypeError, match="negative bit"):
+            ops.noop(negated)
+        with pytest.raises(ValueError, match="reaches byte"):
+            ops.noop(shrunk)
+    assert seen == [], seen
+    torch.testing.assert_close(out, x.abs())
+
+
 @pytest.mark.subprocess
 @pytest.mark.parametrize("path", PATHS)
 def test_stack_list_mutated_by_a_dlpack_producer(path):
