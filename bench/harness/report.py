@@ -39,8 +39,8 @@ def target_text(target, case):
     if target.kind == "max_ns":
         measured = f"{ns(m)} ns"
     elif target.kind == "max_share":
-        ref = case.results[case.reference].median_ns
-        measured = f"{ns(m * ref)} ns, {ratio_text(m)} of {case.reference}"
+        over = target.denominator(case)
+        measured = f"{ns(m * case.results[over].median_ns)} ns, {ratio_text(m)} of {over}"
     else:
         measured = ratio_text(m)
     return f"{target.text}: {measured} {'✓' if met else '✗'}"

@@ -12,26 +12,37 @@ class Target:
     variant's median at most `value` ns), "min_ratio" / "max_ratio" (the
     variant's median over the reference's at least / at most `value`),
     "max_share" (the variant's median less the median of `minus`, over the
-    reference's, at most `value`: what a path adds to what torch costs)."""
+    reference's, at most `value`: what a path adds to what torch costs).
+    `over` names another variant to take the place of the case's reference
+    in the ratio (the offset path's target where another path is the
+    reference)."""
 
     variant: str
     kind: str
     value: float
     text: str
     minus: str = None
+    over: str = None
+
+    def denominator(self, case):
+        """The variant the ratio is taken over: `over`, else the reference."""
+        return self.over or case.reference
 
     def measured(self, case):
         r = case.results.get(self.variant)
+        ref = case.results.get(self.denominator(case))
         if r is None or not r.ok:
             return None
         if self.kind == "max_ns":
             return r.median_ns
+        if ref is None or not ref.ok or ref.median_ns <= 0:
+            return None
         if self.kind == "max_share":
-            less, ref = case.results.get(self.minus), case.results.get(case.reference)
-            if less is None or ref is None or not less.ok or not ref.ok or ref.median_ns <= 0:
+            less = case.results.get(self.minus)
+            if less is None or not less.ok:
                 return None
             return (r.median_ns - less.median_ns) / ref.median_ns
-        return case.ratio(self.variant)
+        return r.median_ns / ref.median_ns
 
     def met(self, case):
         m = self.measured(case)
@@ -41,7 +52,7 @@ class Target:
 
     @staticmethod
     def from_dict(d):
-        return Target(d["variant"], d["kind"], d["value"], d["text"], d.get("minus"))
+        return Target(d["variant"], d["kind"], d["value"], d["text"], d.get("minus"), d.get("over"))
 
     def as_dict(self, case):
         return {
@@ -50,6 +61,7 @@ class Target:
             "value": self.value,
             "text": self.text,
             "minus": self.minus,
+            "over": self.over,
             "measured": self.measured(case),
             "met": self.met(case),
         }
