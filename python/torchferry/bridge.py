@@ -22,6 +22,33 @@ def set_path(name):
     _C._set_bridge_path(name)
 
 
+def path_costs(iterations=20000, rounds=3):
+    """ns per tensor of each path this torch offers, measured now: a float32
+    CPU tensor of shape [8, 512] read into a plugin's view and released in a
+    C++ loop with the GIL held (`_C._time_bridge`), the best of `rounds` runs
+    of `iterations`; and torch's own shim pair (torch_tensor_from_pyobject +
+    aoti_torch_delete_tensor_object) alone, where torch has it. The reads
+    count in path_counts() like any other. The benchmark's section 1 is the
+    careful measurement; this is the one `info --verbose` prints."""
+    import torch
+
+    tensor = torch.randn(8, 512)
+    offered = {"offset": info()["offset_calibration"]["ok"], "shim": shim_available(),
+               "exchange": info()["exchange"]["available"]}
+    before = path()
+    costs = {}
+    try:
+        for name in ("offset", "shim", "exchange"):
+            if offered[name]:
+                set_path(name)
+                costs[name] = min(_C._time_bridge(tensor, iterations) for _ in range(rounds))
+    finally:
+        set_path(before)
+    if shim_available():
+        costs["torch's shim pair"] = min(_C._time_shim_pair(tensor, iterations) for _ in range(rounds))
+    return costs
+
+
 def path_counts():
     """Conversions per path since start (or the last reset), and shim handles
     created and deleted (equal whenever no call is in flight)."""

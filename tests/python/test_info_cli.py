@@ -3,6 +3,7 @@ variables (TORCHFERRY_PLUGINS, TORCHFERRY_PLUGIN_PATH) do what they say."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -124,6 +125,20 @@ def test_text_says_the_same(cli_text, cli_json):
         assert f"{op} [cpu]: {' '.join(dtypes)}" in cli_text
     assert "abs [cpu] float32: example_c loses to cpu" in cli_text
     assert f"skipped plugins: {len(cli_json['skipped']) or 'none'}" in cli_text
+
+
+def test_verbose_text_measures_each_path(cli_text):
+    # Every path this torch offers, with a cost in ns, and torch's own pair
+    # beside the shim; the reads leave the process on the path it chose.
+    line = next(l for l in cli_text.splitlines() if l.startswith("  cost per tensor, measured now"))
+    offered = ["offset"] + (["shim"] if SHIM else []) + (["exchange"] if bridge.info()["exchange"]["available"] else [])
+    for name in offered:
+        assert re.search(rf"\b{name} \d+ ns", line), line
+    assert ("torch's shim pair alone" in line) is SHIM, line
+    costs = bridge.path_costs(iterations=2000, rounds=1)
+    assert set(costs) == set(offered) | ({"torch's shim pair"} if SHIM else set())
+    assert all(0 < ns < 1e6 for ns in costs.values()), costs
+    assert bridge.path() == AUTO_PATH
 
 
 def test_summary_comes_first_and_is_short(cli_summary, cli_json):
