@@ -223,10 +223,6 @@ class Bridge {
   // `impl`: the tensor's TensorImpl, nullptr where none is at hand (then
   // Tensor.is_neg answers).
   bool CheckNotNegated(const char* impl, PyObject* obj, const char* what);
-  // An at::Tensor is one pointer: its TensorImpl*.
-  static const char* ImplOf(AtenTensorHandle handle) {
-    return *reinterpret_cast<const char* const*>(handle);
-  }
   // The TensorImpl* of a torch.Tensor from TensorBase._cdata's C getter;
   // nullptr where that getter is missing or fails. Python runs in it where
   // TorchFunctionCouldRun says so, unless torch function is held off.

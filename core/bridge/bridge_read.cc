@@ -90,7 +90,7 @@ bool Bridge::CheckSubclass(PyTypeObject* type, const char* what) {
   Bump(counts_[static_cast<int>(path_)]);
   bool plain = false;  // read from the TensorImpl: no negative bit
   if (!FillFromHandle(handle, obj, what, ref, &plain) ||
-      (!plain && !CheckNotNegated(ImplOf(handle), obj, what))) {
+      (!plain && !CheckNotNegated(TensorImplOfHandle(handle), obj, what))) {
     Release(ref);
     return false;
   }

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "core/bridge/aoti.h"
+#include "core/bridge/impl_words.h"
 
 namespace torchferry {
 
@@ -29,8 +30,7 @@ class StorageProbe {
 
   // False where torch could not say (the getters failed).
   bool Read(AtenTensorHandle handle, int64_t* offset, int64_t* nbytes) const {
-    return ReadImpl(*reinterpret_cast<const char* const*>(handle), offset,
-                    nbytes) ||
+    return ReadImpl(TensorImplOfHandle(handle), offset, nbytes) ||
            (api_->get_storage_offset(handle, offset) == 0 &&
             api_->get_storage_size(handle, nbytes) == 0);
   }

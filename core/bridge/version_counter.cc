@@ -137,9 +137,7 @@ void VersionCounter::Calibrate(PyObject* torch_module, Py_ssize_t impl_bytes) {
 }
 
 void* VersionCounter::CounterOf(AtenTensorHandle handle) const {
-  // An at::Tensor is one pointer: its TensorImpl*.
-  const char* impl = *reinterpret_cast<const char* const*>(handle);
-  return WordAt<void*>(impl, counter_offset_);
+  return WordAt<void*>(TensorImplOfHandle(handle), counter_offset_);
 }
 
 bool VersionCounter::Bump(PyObject* object, AtenTensorHandle handle) const {

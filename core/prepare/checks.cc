@@ -345,8 +345,7 @@ bool CheckNoGrad(const char* op, const TensorRef& ref, bool out_given,
                  CallFrame& f, bool* getter_ran) {
   if (!ref.is_torch()) return true;  // not torch's
   if (g_autograd_meta_at >= 0 && ref.probe_handle() != nullptr) {
-    const char* impl =
-        *reinterpret_cast<const char* const*>(ref.probe_handle());
+    const char* impl = TensorImplOfHandle(ref.probe_handle());
     if (WordAt<const void*>(impl, g_autograd_meta_at) == nullptr) return true;
   }
   f.NotePython();
