@@ -274,7 +274,10 @@ class Bridge {
   // torch._C._is_torch_function_mode_enabled, called directly, and its module.
   PyCFunction mode_enabled_ = nullptr;
   PyObject* mode_enabled_self_ = nullptr;
-  PyObject* disable_torch_function_ = nullptr;  // a DisableTorchFunction
+  // The __enter__ and __exit__ of one torch._C.DisableTorchFunction, bound
+  // at start-up so that a read looks up no method by name.
+  PyObject* disable_enter_ = nullptr;
+  PyObject* disable_exit_ = nullptr;
   const dlpack::ExchangeApi* exchange_ = nullptr;
   std::string exchange_detail_;
   // TensorBase.untyped_storage and StorageBase.data_ptr / nbytes, called

@@ -105,9 +105,19 @@ void Bridge::FindExchangeApi() {
   }
   Py_XDECREF(mode_enabled);  // torch._C keeps it for the process
   // One instance, made now: making one per read could start the collector.
-  disable_torch_function_ =
+  // Its bound methods keep it for the process.
+  PyObject* disable =
       disable_type ? PyObject_CallNoArgs(disable_type) : nullptr;
   Py_XDECREF(disable_type);
+  disable_enter_ =
+      disable ? PyObject_GetAttrString(disable, "__enter__") : nullptr;
+  disable_exit_ =
+      disable ? PyObject_GetAttrString(disable, "__exit__") : nullptr;
+  Py_XDECREF(disable);
+  if (disable_enter_ == nullptr || disable_exit_ == nullptr) {
+    Py_CLEAR(disable_enter_);
+    Py_CLEAR(disable_exit_);
+  }
   untyped_storage_ = NoArgsMethod(tensor_type_, "untyped_storage");
   PyObject* storage_type =
       c_module ? PyObject_GetAttrString(c_module, "StorageBase") : nullptr;
@@ -182,26 +192,26 @@ namespace {
 
 // torch's __torch_function__ handling held off for a scope, where it could
 // run (Bridge::TorchFunctionCouldRun): torch._C.DisableTorchFunction's
-// __enter__ and __exit__, C methods that save and restore torch's state.
-// A pending exception is kept across __exit__.
+// __enter__ and __exit__, bound C methods that save and restore torch's
+// state. A pending exception is kept across __exit__.
 class NoTorchFunction {
  public:
-  NoTorchFunction(PyObject* disable, bool needed)
-      : guard_(needed ? disable : nullptr) {
-    if (guard_ == nullptr) return;
-    PyObject* r = PyObject_CallMethod(guard_, "__enter__", nullptr);
+  NoTorchFunction(PyObject* enter, PyObject* exit, bool needed)
+      : exit_(needed && enter != nullptr ? exit : nullptr) {
+    if (exit_ == nullptr) return;
+    PyObject* r = PyObject_CallNoArgs(enter);
     if (r == nullptr) {
       PyErr_Clear();
-      guard_ = nullptr;
+      exit_ = nullptr;
     }
     Py_XDECREF(r);
   }
   ~NoTorchFunction() {
-    if (guard_ == nullptr) return;
+    if (exit_ == nullptr) return;
     PyObject *type, *value, *trace;
     PyErr_Fetch(&type, &value, &trace);
-    PyObject* r = PyObject_CallMethod(guard_, "__exit__", "OOO", Py_None,
-                                      Py_None, Py_None);
+    PyObject* r =
+        PyObject_CallFunctionObjArgs(exit_, Py_None, Py_None, Py_None, nullptr);
     if (r == nullptr) PyErr_Clear();
     Py_XDECREF(r);
     PyErr_Restore(type, value, trace);
@@ -210,7 +220,7 @@ class NoTorchFunction {
   NoTorchFunction& operator=(const NoTorchFunction&) = delete;
 
  private:
-  PyObject* guard_;
+  PyObject* exit_;
 };
 
 }  // namespace
@@ -249,7 +259,7 @@ bool Bridge::ReadExchanged(PyObject* obj, const char* what, TensorRef* ref) {
   }
   ref->dtype = DtypeFromDlpack(dl.dtype.code, dl.dtype.bits, dl.dtype.lanes);
   if (ref->dtype == kNoDtype) return RaiseDtypeNotCarried(obj, what);
-  const NoTorchFunction quiet(disable_torch_function_,
+  const NoTorchFunction quiet(disable_enter_, disable_exit_,
                               TorchFunctionCouldRun(obj));
   const char* impl = ImplFromCdata(obj);
   ref->exchanged_impl = impl;
@@ -298,7 +308,7 @@ bool Bridge::ReadExchanged(PyObject* obj, const char* what, TensorRef* ref) {
 // The state of an exchanged tensor, read again: its handle-less stand-in for
 // StateOf, so that Python run mid-call is noticed on this path too.
 TensorState Bridge::ExchangedStateOf(const TensorRef& ref) const {
-  const NoTorchFunction quiet(disable_torch_function_,
+  const NoTorchFunction quiet(disable_enter_, disable_exit_,
                               TorchFunctionCouldRun(ref.object));
   TensorState s;
   dlpack::Tensor dl;
