@@ -110,6 +110,8 @@ const char* OpName(ByteReader& in, Arena& arena) {
       }
       return arena.String(s);
     }
+    case 2:
+      return "fz::f";  // an op the plugin may declare (DeclName)
     default: {
       const auto op =
           static_cast<torchferry::OpId>(in.U8() % torchferry::kNumOps);
@@ -274,7 +276,15 @@ void CheckAccepted(const torchferry::ValidationResult& r, size_t count,
   for (const torchferry::ValidatedKernel& k : r.kernels) {
     if (k.fn == nullptr) Broken("accepted a NULL kernel function");
     if (k.index >= count) Broken("a kernel index past num_kernels");
-    if (k.op_index < 0 || k.op_index >= static_cast<int>(torchferry::kNumOps)) {
+    // A kernel serves a built-in op (an index into the op table) or one of
+    // the plugin's own declarations (ABI 1.1), never both.
+    if (k.declared >= 0) {
+      if (k.op_index != -1) Broken("a declared op's kernel with an op index");
+      if (static_cast<size_t>(k.declared) >= r.ops.size()) {
+        Broken("a kernel for a declared op past the plugin's ops");
+      }
+    } else if (k.declared != -1 || k.op_index < 0 ||
+               k.op_index >= static_cast<int>(torchferry::kNumOps)) {
       Broken("accepted an op index outside the op table");
     }
     if (!torchferry::IsKnownDeviceType(k.device_type) ||
@@ -284,7 +294,10 @@ void CheckAccepted(const torchferry::ValidationResult& r, size_t count,
     if (!torchferry::IsKnownDtype(k.dtype) || k.dtype.lanes != 1) {
       Broken("accepted an unknown dtype");
     }
-    if (!keys.insert({k.op_index, k.device_type, k.dtype.code, k.dtype.bits})
+    const int op_key = k.declared >= 0
+                           ? static_cast<int>(torchferry::kNumOps) + k.declared
+                           : k.op_index;
+    if (!keys.insert({op_key, k.device_type, k.dtype.code, k.dtype.bits})
              .second) {
       Broken("accepted the same (op, device, dtype) twice");
     }
@@ -301,9 +314,10 @@ bool SameKernels(const torchferry::ValidationResult& a,
     const torchferry::ValidatedKernel& x = a.kernels[i];
     const torchferry::ValidatedKernel& y = b.kernels[i];
     if (x.index != y.index || x.op_index != y.op_index ||
-        x.device_type != y.device_type || x.dtype.code != y.dtype.code ||
-        x.dtype.bits != y.dtype.bits || x.dtype.lanes != y.dtype.lanes ||
-        x.fn != y.fn || x.kernel_data != y.kernel_data) {
+        x.declared != y.declared || x.device_type != y.device_type ||
+        x.dtype.code != y.dtype.code || x.dtype.bits != y.dtype.bits ||
+        x.dtype.lanes != y.dtype.lanes || x.fn != y.fn ||
+        x.kernel_data != y.kernel_data) {
       return false;
     }
   }
@@ -577,9 +591,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const torchferry::ValidatedKernel& v : r.kernels) {
     const auto* k =
         reinterpret_cast<const tf_kernel*>(kernels + v.index * stride);
-    if (torchferry::OpName(static_cast<torchferry::OpId>(v.op_index)) !=
-            k->op ||
-        v.fn != k->fn || v.device_type != k->device_type) {
+    const std::string op =
+        v.declared >= 0 ? r.ops[v.declared].schema.qualified_name()
+                        : std::string(torchferry::OpName(
+                              static_cast<torchferry::OpId>(v.op_index)));
+    if (op != k->op || v.fn != k->fn || v.device_type != k->device_type) {
       Broken("a kept kernel is not the descriptor's");
     }
   }
