@@ -151,6 +151,12 @@ class Bridge {
   bool Read(PyObject* obj, const char* what, bool writable, TensorRef* ref);
   // True for torch.Tensor and its subclasses: what Read takes without
   // running any Python code. Anything else goes through __dlpack__.
+  // Tests only: false makes the exchange path do without a tensor's
+  // TensorImpl, as where TensorBase._cdata's getter is missing, so that its
+  // fallbacks (torch's Tensor.is_neg and untyped_storage(), Python's version
+  // bump) run on a torch that has the getter.
+  void set_exchange_reads_impl(bool on) { exchange_reads_impl_ = on; }
+
   bool IsTorchTensor(PyObject* obj) const {
     PyTypeObject* type = Py_TYPE(obj);
     return type == tensor_type_ || type == parameter_type_ ||
@@ -279,6 +285,7 @@ class Bridge {
   PyObject* disable_enter_ = nullptr;
   PyObject* disable_exit_ = nullptr;
   const dlpack::ExchangeApi* exchange_ = nullptr;
+  bool exchange_reads_impl_ = true;
   std::string exchange_detail_;
   // TensorBase.untyped_storage and StorageBase.data_ptr / nbytes, called
   // directly: the exchange path's storage check, which has no handle.

@@ -166,7 +166,7 @@ bool Bridge::ExchangedStorage(PyObject* obj, int64_t* base,
 }
 
 const char* Bridge::ImplFromCdata(PyObject* obj) const {
-  if (cdata_ == nullptr) return nullptr;
+  if (cdata_ == nullptr || !exchange_reads_impl_) return nullptr;
   PyObject* value = cdata_(obj, nullptr);  // a PyLong: not tracked by the GC
   void* impl = value != nullptr ? PyLong_AsVoidPtr(value) : nullptr;
   Py_XDECREF(value);

@@ -259,6 +259,16 @@ PyObject* View(PyObject*, PyObject* obj) {
   return NewView(obj);
 }
 
+// Tests only: whether the exchange path reads a tensor's TensorImpl (the
+// default) or takes the fallbacks it has where it cannot.
+PyObject* SetExchangeReadsImpl(PyObject*, PyObject* arg) {
+  if (!EnsureInitialized()) return nullptr;
+  const int on = PyObject_IsTrue(arg);
+  if (on < 0) return nullptr;
+  Bridge::Get().set_exchange_reads_impl(on != 0);
+  Py_RETURN_NONE;
+}
+
 // The bridge alone, timed in C++ with the GIL held: ns per conversion
 // (read + release) of `tensor`, on the current path.
 PyObject* TimeBridge(PyObject*, PyObject* args) {
@@ -546,6 +556,8 @@ PyMethodDef g_methods[] = {
     {"_bridge_info", TF_CFUNC(BridgeInfo), METH_NOARGS, nullptr},
     {"_set_out_alloc", TF_CFUNC(SetOutAlloc), METH_O, nullptr},
     {"_view", TF_CFUNC(View), METH_O, nullptr},
+    {"_set_exchange_reads_impl", TF_CFUNC(SetExchangeReadsImpl), METH_O,
+     nullptr},
     {"_time_bridge", TF_CFUNC(TimeBridge), METH_VARARGS, nullptr},
     {"_time_shim_pair", TF_CFUNC(TimeShimPair), METH_VARARGS, nullptr},
     {"_time_lookup", TF_CFUNC(TimeLookup), METH_VARARGS, nullptr},

@@ -415,3 +415,62 @@ def test_tensor_meta_auto_is_the_default_and_an_unknown_value_fails_the_import()
     assert r.returncode != 0
     assert "ValueError" in r.stderr and "unknown TORCHFERRY_TENSOR_META 'getter'" in r.stderr
     assert "Segmentation fault" not in r.stderr
+
+
+# The exchange path has no at::Tensor: it reads a tensor's negative bit,
+# storage, version counter and autograd metadata from the TensorImpl that
+# TensorBase._cdata's getter names. Where it cannot (a torch without that
+# getter; here, forced) it calls torch's Tensor.is_neg, untyped_storage(),
+# requires_grad and the version bump instead. Both ways must give the same
+# views, the same refusals and the same writes.
+EXCHANGE_CHECKS = r"""
+import json, torch, torchferry
+from torchferry import _C, bridge, ops
+_C._set_exchange_reads_impl(READS_IMPL)
+out = {}
+x, y = torch.randn(64), torch.randn(64)
+o = torch.empty(64)
+before = o._version
+ops.add(x, y, out=o)
+out["add"] = torch.equal(o, x + y)
+out["version_bumped"] = o._version == before + 1
+shrunk = torch.ones(16)[4:]
+shrunk.untyped_storage().resize_(8)
+leaf = torch.randn(64, requires_grad=True)
+for name, call in {
+    "negated": lambda: ops.noop(torch._neg_view(torch.randn(3))),
+    "shrunk": lambda: ops.noop(shrunk),
+    "grad_out": lambda: ops.abs(x, out=leaf),
+}.items():
+    try:
+        call()
+        out[name] = "accepted"
+    except Exception as e:
+        out[name] = f"{type(e).__name__}: {e}"
+out["counts"] = {k: v for k, v in bridge.path_counts().items() if k in ("exchange", "offset", "shim")}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.subprocess
+@pytest.mark.skipif(not bridge.info()["exchange"]["available"], reason="this torch has no DLPack exchange API")
+def test_exchange_path_without_the_tensor_impl_checks_the_same():
+    zoo_runs, check_runs = {}, {}
+    for reads_impl in (True, False):
+        setup = f"from torchferry import _C\n_C._set_exchange_reads_impl({reads_impl})\n"
+        r = run_python(setup + META_ZOO, TORCHFERRY_BRIDGE="exchange")
+        assert r.returncode == 0, r.stderr
+        zoo_runs[reads_impl] = json.loads(r.stdout.strip().splitlines()[-1])
+        r = run_python(EXCHANGE_CHECKS.replace("READS_IMPL", str(reads_impl)), TORCHFERRY_BRIDGE="exchange")
+        assert r.returncode == 0, r.stderr
+        check_runs[reads_impl] = json.loads(r.stdout.strip().splitlines()[-1])
+    assert zoo_runs[True] == zoo_runs[False]
+    assert isinstance(zoo_runs[True]["sliced"], dict) and zoo_runs[True]["sliced"]["path"] == "exchange"
+    assert "negative bit" in zoo_runs[True]["negated"]
+    assert check_runs[True] == check_runs[False]
+    checks = check_runs[False]
+    assert checks["add"] and checks["version_bumped"], checks
+    assert "negative bit" in checks["negated"], checks
+    assert "reaches byte" in checks["shrunk"], checks
+    assert "requires grad" in checks["grad_out"], checks
+    assert checks["counts"]["exchange"] > 0 and checks["counts"]["offset"] == checks["counts"]["shim"] == 0, checks
