@@ -151,12 +151,6 @@ class Bridge {
   bool Read(PyObject* obj, const char* what, bool writable, TensorRef* ref);
   // True for torch.Tensor and its subclasses: what Read takes without
   // running any Python code. Anything else goes through __dlpack__.
-  // Tests only: false makes the exchange path do without a tensor's
-  // TensorImpl, as where TensorBase._cdata's getter is missing, so that its
-  // fallbacks (torch's Tensor.is_neg and untyped_storage(), Python's version
-  // bump) run on a torch that has the getter.
-  void set_exchange_reads_impl(bool on) { exchange_reads_impl_ = on; }
-
   bool IsTorchTensor(PyObject* obj) const {
     PyTypeObject* type = Py_TYPE(obj);
     return type == tensor_type_ || type == parameter_type_ ||
@@ -165,6 +159,12 @@ class Bridge {
   // The state of a torch tensor already read (ref.view.source_kind ATEN).
   // Reads its handle again; converts nothing, counts nothing.
   TensorState StateOf(const TensorRef& ref) const;
+
+  // Tests only: false makes the exchange path do without a tensor's
+  // TensorImpl, as where TensorBase._cdata's getter is missing, so that its
+  // fallbacks (torch's Tensor.is_neg and untyped_storage(), Python's version
+  // bump) run on a torch that has the getter.
+  void set_exchange_reads_impl(bool on) { exchange_reads_impl_ = on; }
 
   // Inline: the shim path releases a handle for every tensor it reads.
   void Release(TensorRef* ref) {
