@@ -176,7 +176,7 @@ def render(data, verbose=False):
 
 
 def _cost_line(costs):
-    """'offset 13 ns, shim 70 ns (torch's shim pair alone 57 ns), ...'."""
+    """'offset 13 ns, shim 70 ns, exchange 120 ns, torch's shim pair alone 57 ns'."""
     parts = [f"{name} {ns:.0f} ns" for name, ns in costs.items() if name != "torch's shim pair"]
     pair = costs.get("torch's shim pair")
     if pair is not None:
