@@ -1,8 +1,11 @@
 // scaled_dot_product_attention, one query row at a time with an online
 // softmax (flash-attention style): keys are scored in blocks, the running
 // maximum and sum are rescaled as each block raises the maximum, and the
-// output row accumulates p * v in the accumulate type. Memory is O(E + Ev)
-// per row, whatever L and S are. A row that keeps no key (a fully masked row,
+// output row accumulates p * v in the accumulate type. Each key block's sums
+// (kKeyBlock terms) are taken in the accumulate type and added to running
+// totals in float64, so that no float32 sum runs over more than one block
+// however many keys there are (sums.h). Memory is O(E + Ev) per row,
+// whatever L and S are. A row that keeps no key (a fully masked row,
 // or a causal row before the first key) is 0, as in torch.
 //
 // The hot loops (q . k over E, acc += p * v over Ev) run on unit-stride
@@ -58,14 +61,16 @@ struct RowArgs {
   double scale;
 };
 
-// Scratch of one call: the widened query, key and value rows, the output
-// accumulator and one block of scores.
+// Scratch of one call: the widened query, key and value rows, one key
+// block's output accumulator, the row's running output in float64 and one
+// block of scores.
 template <typename A>
 struct Scratch {
   A* q;
   A* k;
   A* v;
   A* acc;
+  double* total;
   A scores[kKeyBlock];
 };
 
@@ -139,9 +144,9 @@ template <typename Isa, typename T, typename A>
 inline void AttendRow(const RowArgs<T>& r, Scratch<A>& w) {
   constexpr A kNegInf = -std::numeric_limits<A>::infinity();
   const A* q = RowOf<Isa>(r.q, r.q_step, r.e, w.q);
-  for (int64_t i = 0; i < r.ev; ++i) w.acc[i] = 0;
+  for (int64_t i = 0; i < r.ev; ++i) w.total[i] = 0;
   A max = kNegInf;
-  A sum = 0;
+  double sum = 0;
   const A scale = static_cast<A>(r.scale);
   for (int64_t j0 = 0; j0 < r.keys; j0 += kKeyBlock) {
     const int64_t len = r.keys - j0 < kKeyBlock ? r.keys - j0 : kKeyBlock;
@@ -167,26 +172,31 @@ inline void AttendRow(const RowArgs<T>& r, Scratch<A>& w) {
     // its exponentials are NaN and poison the sum, as in torch.
     if (block_max == kNegInf && !any_nan) continue;
     if (block_max > max) {
-      const A correction = ExpOf(max - block_max);  // 0 for the first block
-      Scale(w.acc, correction, r.ev);
+      const double correction = ExpOf(max - block_max);  // 0 for the first
+      Scale(w.total, correction, r.ev);
       sum *= correction;
       max = block_max;
     }
     // The block's exponentials in a loop of their own, which vectorises.
     for (int64_t j = 0; j < len; ++j) w.scores[j] = ExpOf(w.scores[j] - max);
+    for (int64_t i = 0; i < r.ev; ++i) w.acc[i] = 0;
+    A block_sum = 0;
     for (int64_t j = 0; j < len; ++j) {
       const A p = w.scores[j];
       if (p == 0) continue;  // masked, or too small to count
-      sum += p;
+      block_sum += p;
       const A* v =
           RowOf<Isa>(Advance(r.v, (j0 + j) * r.v_row), r.v_step, r.ev, w.v);
       Axpy(w.acc, v, p, r.ev);
     }
+    sum += block_sum;
+    for (int64_t i = 0; i < r.ev; ++i) w.total[i] += w.acc[i];
   }
   // No key kept: torch (2.5 and later) gives 0, not NaN.
-  const A inv = sum > 0 || sum != sum ? A{1} / sum : A{0};
+  const double inv = sum > 0 || sum != sum ? 1.0 / sum : 0.0;
   for (int64_t i = 0; i < r.ev; ++i) {
-    r.out[i * r.out_step] = Store<T>(static_cast<ComputeOf<T>>(w.acc[i] * inv));
+    r.out[i * r.out_step] =
+        Store<T>(static_cast<ComputeOf<T>>(static_cast<A>(w.total[i] * inv)));
   }
 }
 
@@ -234,20 +244,36 @@ struct HeadArgs {
 // where they must be widened, the scores (then p) transposed, [kKeyBlock,
 // kQueryBlock], p @ v and the accumulator [kQueryBlock, ev], and per query
 // its running max, sum, key count and the block's max.
+//
+// The running sums and outputs are float64 (`totals`, kQueryBlock * (ev +
+// 1) of them): the float32 ones, `sum` and p @ v in `pv`, cover one key
+// block.
 struct BlockScratch {
-  float *q, *k, *v, *s, *pv, *acc, *max, *sum, *block_max, *shift;
+  float *q, *k, *v, *s, *pv, *max, *sum, *block_max, *shift;
+  double *acc, *total;
   int64_t keys[kQueryBlock];
+
+  // The doubles of `totals`, or -1 where that count overflows.
+  static int64_t Doubles(int64_t ev) {
+    int64_t rows, total;
+    if (__builtin_add_overflow(ev, 1, &rows) ||
+        __builtin_mul_overflow(kQueryBlock, rows, &total) ||
+        total > PTRDIFF_MAX / static_cast<int64_t>(sizeof(double))) {
+      return -1;
+    }
+    return total;
+  }
 
   // The floats of the blocks, or -1 where that count overflows (stride-0
   // operands can have head dims up to 2**63 - 1).
   static int64_t Floats(int64_t e, int64_t ev) {
-    int64_t q, kv, e_ev, acc, total;
+    int64_t q, kv, e_ev, pv, total;
     if (__builtin_mul_overflow(kQueryBlock, e, &q) ||
         __builtin_add_overflow(e, ev, &e_ev) ||
         __builtin_mul_overflow(kKeyBlock, e_ev, &kv) ||
-        __builtin_mul_overflow(2 * kQueryBlock, ev, &acc) ||
+        __builtin_mul_overflow(kQueryBlock, ev, &pv) ||
         __builtin_add_overflow(q, kv, &total) ||
-        __builtin_add_overflow(total, acc, &total) ||
+        __builtin_add_overflow(total, pv, &total) ||
         __builtin_add_overflow(total, kKeyBlock * kQueryBlock + 4 * kQueryBlock,
                                &total) ||
         total > PTRDIFF_MAX / static_cast<int64_t>(sizeof(float))) {
@@ -255,17 +281,18 @@ struct BlockScratch {
     }
     return total;
   }
-  void Carve(float* p, int64_t e, int64_t ev) {
+  void Carve(float* p, double* totals, int64_t e, int64_t ev) {
     q = p;
     k = q + kQueryBlock * e;
     v = k + kKeyBlock * e;
     s = v + kKeyBlock * ev;
     pv = s + kKeyBlock * kQueryBlock;
-    acc = pv + kQueryBlock * ev;
-    max = acc + kQueryBlock * ev;
+    max = pv + kQueryBlock * ev;
     sum = max + kQueryBlock;
     block_max = sum + kQueryBlock;
     shift = block_max + kQueryBlock;
+    acc = totals;
+    total = acc + kQueryBlock * ev;
   }
 };
 
@@ -319,9 +346,9 @@ inline bool AttendBlock(const HeadArgs<T>& h, int64_t i0, int64_t qb,
     most = keys > most ? keys : most;
     fewest = keys < fewest ? keys : fewest;
     w.max[i] = kNegInf;
-    w.sum[i] = 0;
+    w.total[i] = 0;
   }
-  std::memset(w.acc, 0, qb * ev * sizeof(float));
+  for (int64_t x = 0; x < qb * ev; ++x) w.acc[x] = 0;
   for (int64_t j0 = 0; j0 < most; j0 += kKeyBlock) {
     const int64_t kb = most - j0 < kKeyBlock ? most - j0 : kKeyBlock;
     const float* kblock = w.k;
@@ -370,21 +397,23 @@ inline bool AttendBlock(const HeadArgs<T>& h, int64_t i0, int64_t qb,
     }
     for (int64_t i = 0; i < qb; ++i) {
       if (w.block_max[i] > w.max[i]) {
-        const float correction = ExpF(w.max[i] - w.block_max[i]);  // 0 first
-        float* acc = w.acc + i * ev;
+        const double correction = ExpF(w.max[i] - w.block_max[i]);  // 0 first
+        double* acc = w.acc + i * ev;
         for (int64_t c = 0; c < ev; ++c) acc[c] *= correction;
-        w.sum[i] *= correction;
+        w.total[i] *= correction;
         w.max[i] = w.block_max[i];
       }
       // A query with no key kept so far subtracts 0: exp(-inf) is 0 then,
       // where -inf - -inf would be NaN.
       w.shift[i] = w.max[i] == kNegInf ? 0.0f : w.max[i];
     }
+    for (int64_t i = 0; i < qb; ++i) w.sum[i] = 0;
     for (int64_t j = 0; j < kb; ++j) {
       float* s = w.s + j * QB;
       for (int64_t i = 0; i < qb; ++i) s[i] = ExpF(s[i] - w.shift[i]);
       for (int64_t i = 0; i < qb; ++i) w.sum[i] += s[i];
     }
+    for (int64_t i = 0; i < qb; ++i) w.total[i] += w.sum[i];
     const float* vblock = w.v;
     GemmOperand vs{ev, 1};
     bool v_in_place = false;
@@ -406,12 +435,13 @@ inline bool AttendBlock(const HeadArgs<T>& h, int64_t i0, int64_t qb,
   }
   for (int64_t i = 0; i < qb; ++i) {
     // No key kept: torch (2.5 and later) gives 0, not NaN.
-    const float sum = w.sum[i];
-    const float inv = sum > 0 || sum != sum ? 1.0f / sum : 0.0f;
+    const double sum = w.total[i];
+    const double inv = sum > 0 || sum != sum ? 1.0 / sum : 0.0;
     T* out = h.out + (i0 + i) * h.out_row;
-    const float* acc = w.acc + i * ev;
+    const double* acc = w.acc + i * ev;
     for (int64_t c = 0; c < ev; ++c) {
-      out[c * h.out_step] = Store<T>(static_cast<ComputeOf<T>>(acc[c] * inv));
+      out[c * h.out_step] =
+          Store<T>(static_cast<ComputeOf<T>>(static_cast<float>(acc[c] * inv)));
     }
   }
   return true;
@@ -513,15 +543,20 @@ struct Attention {
     const int64_t e_room = on_stack ? kStackHead : E;
     const int64_t ev_room = on_stack ? kStackHead : Ev;
     A stack[4 * kStackHead];
+    double total_stack[kStackHead];
     std::unique_ptr<A[]> heap;
+    std::unique_ptr<double[]> total_heap;
     if (!on_stack) {
       // 2 * (E + Ev) may overflow for stride-0 operands: no memory either.
       int64_t rows = 0;
       const bool sized = !__builtin_add_overflow(E, Ev, &rows) &&
                          !__builtin_mul_overflow(rows, 2, &rows) &&
                          rows <= PTRDIFF_MAX / static_cast<int64_t>(sizeof(A));
-      if (sized) heap.reset(new (std::nothrow) A[rows]);
-      if (!heap) {
+      if (sized) {
+        heap.reset(new (std::nothrow) A[rows]);
+        total_heap.reset(new (std::nothrow) double[Ev]);
+      }
+      if (!heap || !total_heap) {
         return Fail(call, TF_ERROR_OUT_OF_MEMORY,
                     "scaled_dot_product_attention: no memory for the scratch "
                     "rows (E = %lld, Ev = %lld)",
@@ -530,12 +565,19 @@ struct Attention {
     }
     // The blocks of a query chunk, where the call has one (see the top).
     std::unique_ptr<float[]> block_memory;
+    std::unique_ptr<double[]> block_totals;
     BlockScratch blocks;
     if constexpr (std::is_same_v<A, float>) {
       const int64_t floats = BlockScratch::Floats(E, Ev);
-      if (L >= kBlockedMinRows && S > 0 && E > 0 && Ev > 0 && floats > 0) {
+      const int64_t doubles = BlockScratch::Doubles(Ev);
+      if (L >= kBlockedMinRows && S > 0 && E > 0 && Ev > 0 && floats > 0 &&
+          doubles > 0) {
         block_memory.reset(new (std::nothrow) float[floats]);
-        if (block_memory) blocks.Carve(block_memory.get(), E, Ev);
+        block_totals.reset(new (std::nothrow) double[doubles]);
+        if (!block_totals) block_memory.reset();
+        if (block_memory) {
+          blocks.Carve(block_memory.get(), block_totals.get(), E, Ev);
+        }
       }
     }
     Scratch<A> w;
@@ -543,6 +585,7 @@ struct Attention {
     w.k = w.q + e_room;
     w.v = w.k + e_room;
     w.acc = w.v + ev_room;
+    w.total = on_stack ? total_stack : total_heap.get();
 
     // An empty operand (a head dim or key count of 0) may have no data
     // pointer, and offsetting a null pointer is undefined: it stays null.

@@ -2,7 +2,9 @@
 // in float32 (float64 for float64). float32 with up to 16 rows and b's rows
 // contiguous runs on the in-place tiles of gemm_rows.h; other float32 and
 // float64 on BLIS (gemm.h) wherever its stride rules allow; the loops here
-// serve float16, bfloat16 and the strides BLIS refuses.
+// serve float16, bfloat16 and the strides BLIS refuses. A depth above
+// kDepthChunk runs in chunks whose products are added in float64
+// (LongDepth), so that no float32 sum covers more than kDepthChunk terms.
 //
 // The loop order is i-k-j: for a block of rows of a and a chunk of columns of
 // out, each row of b is read once (converted to the accumulate type into a
@@ -42,9 +44,10 @@ inline void ScaledAdd(A* __restrict acc, const A* __restrict x, A scale,
   for (int64_t j = 0; j < n; ++j) acc[j] += scale * x[j];
 }
 
-// One matrix product: m x k times k x n.
-template <typename T>
-void MatmulOne(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
+// One matrix product: m x k times k x n, out in T or (for the depth chunks
+// of the 16-bit types, see LongDepth) in float.
+template <typename T, typename O = T>
+void MatmulOne(const T* a, Strided2d as, const T* b, Strided2d bs, O* out,
                Strided2d os, int64_t m, int64_t k, int64_t n) {
   using A = AccumulateOf<T>;
   A acc[kRowBlock][kColumnChunk];
@@ -75,9 +78,9 @@ void MatmulOne(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
         }
       }
       for (int64_t r = 0; r < rn; ++r) {
-        T* out_row = out + (i0 + r) * os.rows + j0 * os.cols;
+        O* out_row = out + (i0 + r) * os.rows + j0 * os.cols;
         for (int64_t j = 0; j < jn; ++j) {
-          out_row[j * os.cols] = Store<T>(static_cast<ComputeOf<T>>(acc[r][j]));
+          out_row[j * os.cols] = Store<O>(static_cast<ComputeOf<O>>(acc[r][j]));
         }
       }
     }
@@ -697,6 +700,121 @@ bool Widened(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
   return true;
 }
 
+// One product at a depth of at most kDepthChunk (Matmul::Run), on the
+// fastest path that takes it.
+template <typename T>
+void Product(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
+             Strided2d os, int64_t m, int64_t k, int64_t n) {
+  // float32 with b's rows contiguous: GemmRows (gemm_rows.h) for a few
+  // rows, or any rows of a narrow b. Otherwise float32 and float64 go
+  // to BLIS (gemm.h); it refuses only strides that no dense matrix has,
+  // which the loops below take.
+  if constexpr (std::is_same_v<T, float>) {
+    if (GemmRows(a, {as.rows, as.cols}, b, {bs.rows, bs.cols}, out,
+                 {os.rows, os.cols}, m, k, n)) {
+      return;
+    }
+  }
+  // float32 against W.t(): the dot products for one row, a depth of
+  // kDotDepth or more, or (AVX-512) the rows of a full tile, where BLIS
+  // packs b. Measured from Python, one thread, [m, K] @ W.t() [K, N],
+  // dot products / BLIS / torch: [1, 256, 256] 2.55 / 2.90 / 4.59 us,
+  // [1, 256, 1376] 11.9 / 14.2 / 20.0, [2, 1024, 1024] 142 / 152 / 142,
+  // [5, 512, 512] 23.4 / 26.8 / 20.9, [8, 1024, 1024] 194 / 266 / 423;
+  // with SumLanes4x4, at depths under kDotDepth: [4, 256, 256] 9.2 /
+  // 16.7 / 13.3, [8, 256, 256] 12.5 / 19.3 / 15.0, [16, 256, 256] 24.1 /
+  // 37.0 / 29.1, [8, 256, 1376] 64 / 98 / 73, [8, 64, 256] 7.7 / 11.0 /
+  // 8.9; level at [16, 64, 256] (13.5 / 13.3), behind with no full tile:
+  // [3, 256, 256] 9.7 / 8.3 / 6.7.
+  constexpr int64_t kDotDepth = 512;
+  if constexpr (std::is_same_v<T, float>) {
+    const bool dots =
+        m == 1 || k >= kDotDepth ||
+        (ActiveTier() == Tier::kAvx512 && m >= kDotTileRows<F32x16>);
+    if (bs.rows == 1 && m <= kDotRows && dots &&
+        ActiveTier() != Tier::kBaseline &&
+        Dots<T>(a, as, b, bs.cols, out, os, m, k, n)) {
+      return;
+    }
+  }
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (Gemm(a, {as.rows, as.cols}, b, {bs.rows, bs.cols}, out,
+             {os.rows, os.cols}, m, k, n)) {
+      return;
+    }
+  }
+  // The panels need AVX2: in the baseline build GCC lowers the tile's
+  // eight Float8 sums to sixteen SSE registers and spills, and the
+  // i-k-j loop below is faster there (about 90 against 490 us for
+  // [8, 4096] @ [4096, 16] in float32).
+  if constexpr (std::is_same_v<AccumulateOf<T>, float>) {
+    if (ActiveTier() != Tier::kBaseline) {
+      if constexpr (kBlocked<T>) {
+        if (Widened<T>(a, as, b, bs, out, os, m, k, n)) {
+          return;
+        }
+        if (bs.rows == 1 && m <= kDotRows &&
+            Dots<T>(a, as, b, bs.cols, out, os, m, k, n)) {
+          return;
+        }
+      }
+      if (ActiveTier() == Tier::kAvx512) {
+        MatmulPanelsAvx512<T>(a, as, b, bs, out, os, m, k, n);
+      } else {
+        MatmulPanelsAvx2<T>(a, as, b, bs, out, os, m, k, n);
+      }
+      return;
+    }
+  }
+  MatmulOne<T>(a, as, b, bs, out, os, m, k, n);
+}
+
+// ---- long depths ---------------------------------------------------------
+//
+// The kernels above keep each output's sum in float32 accumulators over the
+// whole depth (lanes or tiles of it), which stop absorbing terms once the
+// sum is 2**24 times them. A depth above kDepthChunk is taken in chunks of
+// kDepthChunk, each chunk's product on the paths above (the 16-bit types on
+// MatmulOne, which can write float32) and the chunks' products added in
+// float64. Up to kDepthChunk nothing changes; above it the extra [m, n]
+// read and add per chunk is about 1/kDepthChunk of the product's work.
+constexpr int64_t kDepthChunk = 16384;
+
+// out = a @ b at a depth k above kDepthChunk; false, having written
+// nothing, when the float64 sums cannot be allocated.
+template <typename T>
+bool LongDepth(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
+               Strided2d os, int64_t m, int64_t k, int64_t n) {
+  using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  int64_t mn = 0;
+  if (__builtin_mul_overflow(m, n, &mn) ||
+      mn > PTRDIFF_MAX / static_cast<int64_t>(sizeof(double) + sizeof(P))) {
+    return false;
+  }
+  std::unique_ptr<double[]> total(new (std::nothrow) double[mn]());
+  std::unique_ptr<P[]> part(new (std::nothrow) P[mn]);
+  if (!total || !part) return false;
+  const Strided2d ps{n, 1};
+  for (int64_t p0 = 0; p0 < k; p0 += kDepthChunk) {
+    const int64_t kc = k - p0 < kDepthChunk ? k - p0 : kDepthChunk;
+    const T* ac = a + p0 * as.cols;
+    const T* bc = b + p0 * bs.rows;
+    if constexpr (std::is_same_v<T, P>) {
+      Product<T>(ac, as, bc, bs, part.get(), ps, m, kc, n);
+    } else {
+      MatmulOne<T, P>(ac, as, bc, bs, part.get(), ps, m, kc, n);
+    }
+    for (int64_t x = 0; x < mn; ++x) total[x] += part[x];
+  }
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t c = 0; c < n; ++c) {
+      out[r * os.rows + c * os.cols] =
+          Store<T>(static_cast<ComputeOf<T>>(static_cast<P>(total[r * n + c])));
+    }
+  }
+  return true;
+}
+
 struct Matmul {
   static constexpr const char* kName = "matmul";
   template <typename T>
@@ -751,88 +869,22 @@ struct Matmul {
     }
     const T* a_data = DataOf<const T>(a);
     const T* b_data = DataOf<const T>(b);
+    const Strided2d as{a.strides[1], a.strides[2]};
+    const Strided2d bs{b.strides[1], b.strides[2]};
+    const Strided2d os{out.strides[1], out.strides[2]};
     for (int64_t i = 0; i < batch; ++i) {
-      // float32 with b's rows contiguous: GemmRows (gemm_rows.h) for a few
-      // rows, or any rows of a narrow b. Otherwise float32 and float64 go
-      // to BLIS (gemm.h); it refuses only strides that no dense matrix has,
-      // which the loops below take.
-      if constexpr (std::is_same_v<T, float>) {
-        if (GemmRows(a_data + i * a_batch, {a.strides[1], a.strides[2]},
-                     b_data + i * b_batch, {b.strides[1], b.strides[2]},
-                     out_data + i * out.strides[0],
-                     {out.strides[1], out.strides[2]}, m, k, n)) {
-          continue;
-        }
+      const T* ai = a_data + i * a_batch;
+      const T* bi = b_data + i * b_batch;
+      T* oi = out_data + i * out.strides[0];
+      if (k <= kDepthChunk) {
+        Product<T>(ai, as, bi, bs, oi, os, m, k, n);
+      } else if (!LongDepth<T>(ai, as, bi, bs, oi, os, m, k, n)) {
+        return Fail(call, TF_ERROR_OUT_OF_MEMORY,
+                    "matmul: no memory for the float64 sums of a depth of "
+                    "%lld ([%lld, %lld] of them)",
+                    static_cast<long long>(k), static_cast<long long>(m),
+                    static_cast<long long>(n));
       }
-      // float32 against W.t(): the dot products for one row, a depth of
-      // kDotDepth or more, or (AVX-512) the rows of a full tile, where BLIS
-      // packs b. Measured from Python, one thread, [m, K] @ W.t() [K, N],
-      // dot products / BLIS / torch: [1, 256, 256] 2.55 / 2.90 / 4.59 us,
-      // [1, 256, 1376] 11.9 / 14.2 / 20.0, [2, 1024, 1024] 142 / 152 / 142,
-      // [5, 512, 512] 23.4 / 26.8 / 20.9, [8, 1024, 1024] 194 / 266 / 423;
-      // with SumLanes4x4, at depths under kDotDepth: [4, 256, 256] 9.2 /
-      // 16.7 / 13.3, [8, 256, 256] 12.5 / 19.3 / 15.0, [16, 256, 256] 24.1 /
-      // 37.0 / 29.1, [8, 256, 1376] 64 / 98 / 73, [8, 64, 256] 7.7 / 11.0 /
-      // 8.9; level at [16, 64, 256] (13.5 / 13.3), behind with no full tile:
-      // [3, 256, 256] 9.7 / 8.3 / 6.7.
-      constexpr int64_t kDotDepth = 512;
-      if constexpr (std::is_same_v<T, float>) {
-        const bool dots =
-            m == 1 || k >= kDotDepth ||
-            (ActiveTier() == Tier::kAvx512 && m >= kDotTileRows<F32x16>);
-        if (b.strides[1] == 1 && m <= kDotRows && dots &&
-            ActiveTier() != Tier::kBaseline &&
-            Dots<T>(a_data + i * a_batch, {a.strides[1], a.strides[2]},
-                    b_data + i * b_batch, b.strides[2],
-                    out_data + i * out.strides[0],
-                    {out.strides[1], out.strides[2]}, m, k, n)) {
-          continue;
-        }
-      }
-      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-        if (Gemm(a_data + i * a_batch, {a.strides[1], a.strides[2]},
-                 b_data + i * b_batch, {b.strides[1], b.strides[2]},
-                 out_data + i * out.strides[0],
-                 {out.strides[1], out.strides[2]}, m, k, n)) {
-          continue;
-        }
-      }
-      // The panels need AVX2: in the baseline build GCC lowers the tile's
-      // eight Float8 sums to sixteen SSE registers and spills, and the
-      // i-k-j loop below is faster there (about 90 against 490 us for
-      // [8, 4096] @ [4096, 16] in float32).
-      if constexpr (std::is_same_v<AccumulateOf<T>, float>) {
-        if (ActiveTier() != Tier::kBaseline) {
-          const Strided2d as{a.strides[1], a.strides[2]};
-          const Strided2d bs{b.strides[1], b.strides[2]};
-          const Strided2d os{out.strides[1], out.strides[2]};
-          if constexpr (kBlocked<T>) {
-            if (Widened<T>(a_data + i * a_batch, as, b_data + i * b_batch, bs,
-                           out_data + i * out.strides[0], os, m, k, n)) {
-              continue;
-            }
-            if (b.strides[1] == 1 && m <= kDotRows &&
-                Dots<T>(a_data + i * a_batch, as, b_data + i * b_batch,
-                        b.strides[2], out_data + i * out.strides[0], os, m, k,
-                        n)) {
-              continue;
-            }
-          }
-          if (ActiveTier() == Tier::kAvx512) {
-            MatmulPanelsAvx512<T>(a_data + i * a_batch, as,
-                                  b_data + i * b_batch, bs,
-                                  out_data + i * out.strides[0], os, m, k, n);
-          } else {
-            MatmulPanelsAvx2<T>(a_data + i * a_batch, as, b_data + i * b_batch,
-                                bs, out_data + i * out.strides[0], os, m, k, n);
-          }
-          continue;
-        }
-      }
-      MatmulOne<T>(a_data + i * a_batch, {a.strides[1], a.strides[2]},
-                   b_data + i * b_batch, {b.strides[1], b.strides[2]},
-                   out_data + i * out.strides[0],
-                   {out.strides[1], out.strides[2]}, m, k, n);
     }
     return TF_OK;
   }

@@ -1,7 +1,8 @@
 // The row-wise reductions: rms_norm and add_rms_norm (over the last dim) and
 // softmax (over any dim). Both sum in the accumulate type (float32 for the
-// 16-bit floats, float64 for float64) and write each output once, rounding to
-// the stored dtype at the end.
+// 16-bit floats, float64 for float64), each accumulator over at most
+// kSerialTerms terms with the partial sums combined in float64 (sums.h), and
+// write each output once, rounding to the stored dtype at the end.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -13,6 +14,7 @@
 #include "isa.h"
 #include "kernel_table.h"
 #include "strided.h"
+#include "sums.h"
 #include "vmath.h"
 
 namespace torchferry::cpu {
@@ -94,14 +96,20 @@ inline float SumOfLanes(const Float8* lanes) {
 template <typename Isa, typename T>
 inline void RmsNormLine(const T* x, const T* w, T* out, int64_t n, float eps) {
   float buf[kBlock];
-  Float8 lanes[2] = {};
-  float total = 0;
-  for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
-    const int64_t len = n - i0 < kBlock ? n - i0 : kBlock;
-    total += SumSquares(FloatsOf<Isa>(x, i0, len, buf), len, lanes);
-  }
-  total += SumOfLanes(lanes);
-  const float scale = 1.0f / std::sqrt(total / static_cast<float>(n) + eps);
+  // A chunk is a whole number of blocks: only its last block leaves a rest.
+  static_assert(ChunkFor(16) % kBlock == 0);
+  const double total =
+      SumInChunks(n, ChunkFor(16), [&](int64_t c0, int64_t cn) {
+        Float8 lanes[2] = {};
+        float rest = 0;
+        for (int64_t i0 = 0; i0 < cn; i0 += kBlock) {
+          const int64_t len = cn - i0 < kBlock ? cn - i0 : kBlock;
+          rest += SumSquares(FloatsOf<Isa>(x, c0 + i0, len, buf), len, lanes);
+        }
+        return rest + SumOfLanes(lanes);
+      });
+  const float scale =
+      static_cast<float>(1.0 / std::sqrt(total / static_cast<double>(n) + eps));
   float wbuf[kBlock];
   float res[kBlock];
   for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
@@ -276,6 +284,16 @@ inline float ExpShiftSum(const float* x, float* out, int64_t n, float max) {
   return sum;
 }
 
+// ExpShiftSum over chunks that keep each of its accumulators (16 at the
+// least) within kSerialTerms terms; a line of up to ChunkFor(16) elements is
+// one chunk, as before.
+template <typename Isa>
+inline double ExpShiftTotal(const float* x, float* out, int64_t n, float max) {
+  return SumInChunks(n, ChunkFor(16), [&](int64_t c0, int64_t cn) {
+    return ExpShiftSum<Isa>(x + c0, out + c0, cn, max);
+  });
+}
+
 // out[0, n) = T of in[0, n) * scale: the scaling in the same pass as the
 // narrowing.
 template <typename Isa, typename T>
@@ -309,7 +327,8 @@ inline void SoftmaxUnitLine(const T* x, T* out, int64_t n) {
     } else {
       MaxLanes(x, n, lanes);
     }
-    const float inv = 1.0f / ExpShiftSum<Isa>(x, out, n, MaxOfLanes(lanes));
+    const float inv = static_cast<float>(
+        1.0 / ExpShiftTotal<Isa>(x, out, n, MaxOfLanes(lanes)));
     for (int64_t i = 0; i < n; ++i) out[i] *= inv;
   } else if (n <= kLineBuffer) {
     float line[kLineBuffer];
@@ -328,7 +347,8 @@ inline void SoftmaxUnitLine(const T* x, T* out, int64_t n) {
       WidenBlock<Isa>(x, line, n);
       MaxLanes(line, n, lanes);
     }
-    const float inv = 1.0f / ExpShiftSum<Isa>(line, line, n, MaxOfLanes(lanes));
+    const float inv = static_cast<float>(
+        1.0 / ExpShiftTotal<Isa>(line, line, n, MaxOfLanes(lanes)));
     NarrowScaled<Isa>(line, inv, out, n);
   } else {
     // Too long to keep: widen each block again and recompute its
@@ -340,12 +360,14 @@ inline void SoftmaxUnitLine(const T* x, T* out, int64_t n) {
       MaxLanes(FloatsOf<Isa>(x, i0, len, buf), len, lanes);
     }
     const float max = MaxOfLanes(lanes);
-    float sum = 0;
+    // Each block's sum (at most kBlock terms) straight into float64.
+    static_assert(kBlock <= ChunkFor(16));
+    double sum = 0;
     for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
       const int64_t len = n - i0 < kBlock ? n - i0 : kBlock;
       sum += ExpShiftSum<Isa>(FloatsOf<Isa>(x, i0, len, buf), e, len, max);
     }
-    const float inv = 1.0f / sum;
+    const float inv = static_cast<float>(1.0 / sum);
     for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
       const int64_t len = n - i0 < kBlock ? n - i0 : kBlock;
       ExpShiftSum<Isa>(FloatsOf<Isa>(x, i0, len, buf), e, len, max);
@@ -378,26 +400,38 @@ constexpr bool kFloatLines = std::is_same_v<AccumulateOf<T>, float>;
 
 // Sum of squares with eight independent partial sums on a unit stride, which
 // the compiler can keep in one vector register without reassociating floats
-// on its own.
+// on its own; one partial sum on other strides. Chunked as sums.h says.
 template <typename T, typename A>
-A SumOfSquares(const T* x, int64_t stride, int64_t n) {
-  A total = 0;
-  int64_t i = 0;
+double SumOfSquares(const T* x, int64_t stride, int64_t n) {
   if (stride == 1) {
-    A lanes[8] = {};
-    for (; i + 8 <= n; i += 8) {
-      for (int l = 0; l < 8; ++l) {
-        const A v = static_cast<A>(Load(x[i + l]));
-        lanes[l] += v * v;
+    return SumInChunks(n, ChunkFor(8), [&](int64_t c0, int64_t cn) {
+      const T* p = x + c0;
+      A lanes[8] = {};
+      int64_t i = 0;
+      for (; i + 8 <= cn; i += 8) {
+        for (int l = 0; l < 8; ++l) {
+          const A v = static_cast<A>(Load(p[i + l]));
+          lanes[l] += v * v;
+        }
       }
+      A total = 0;
+      for (int l = 0; l < 8; ++l) total += lanes[l];
+      for (; i < cn; ++i) {
+        const A v = static_cast<A>(Load(p[i]));
+        total += v * v;
+      }
+      return total;
+    });
+  }
+  return SumInChunks(n, kSerialTerms, [&](int64_t c0, int64_t cn) {
+    const T* p = x + c0 * stride;
+    A total = 0;
+    for (int64_t i = 0; i < cn; ++i) {
+      const A v = static_cast<A>(Load(p[i * stride]));
+      total += v * v;
     }
-    for (int l = 0; l < 8; ++l) total += lanes[l];
-  }
-  for (; i < n; ++i) {
-    const A v = static_cast<A>(Load(x[i * stride]));
-    total += v * v;
-  }
-  return total;
+    return total;
+  });
 }
 
 template <typename T, typename A>
@@ -451,8 +485,9 @@ tf_status RmsNormRows(const tf_call* call, const char* op, const tf_tensor& x,
               continue;
             }
           }
-          const A mean = SumOfSquares<T, A>(xr, xs, n) / static_cast<A>(n);
-          const A scale = A{1} / std::sqrt(mean + eps);
+          const double mean =
+              SumOfSquares<T, A>(xr, xs, n) / static_cast<double>(n);
+          const A scale = static_cast<A>(1.0 / std::sqrt(mean + eps));
           if (xs == 1 && ws == 1 && os == 1) {
             ScaleRowUnit<T, A>(xr, w, orow, n, scale);
             continue;
@@ -537,13 +572,16 @@ void SoftmaxLine(const T* x, int64_t x_stride, T* out, int64_t out_stride,
     const A v = static_cast<A>(Load(x[i * xs]));
     max = v > max ? v : max;  // a NaN poisons the sum below, as in torch
   }
-  A sum = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const A e = ExpOf(static_cast<A>(Load(x[i * xs])) - max);
-    sum += e;
-    if constexpr (kParkInOutput<T, A>) out[i * os] = e;
-  }
-  const A inv = A{1} / sum;
+  const double sum = SumInChunks(n, kSerialTerms, [&](int64_t c0, int64_t cn) {
+    A part = 0;
+    for (int64_t i = c0; i < c0 + cn; ++i) {
+      const A e = ExpOf(static_cast<A>(Load(x[i * xs])) - max);
+      part += e;
+      if constexpr (kParkInOutput<T, A>) out[i * os] = e;
+    }
+    return part;
+  });
+  const A inv = static_cast<A>(1.0 / sum);
   for (int64_t i = 0; i < n; ++i) {
     if constexpr (kParkInOutput<T, A>) {
       out[i * os] *= inv;
@@ -557,7 +595,8 @@ void SoftmaxLine(const T* x, int64_t x_stride, T* out, int64_t out_stride,
 // Softmax over a dim that is not innermost, on `len` neighbouring lines that
 // sit side by side in memory (unit stride between lines): walk the lines
 // together, row by row, so every memory access is contiguous. Per-line state
-// lives in stack arrays of kColumns.
+// lives in stack arrays of kColumns; each line's float sum is folded into
+// its float64 total every kSerialTerms rows.
 template <typename T, typename A>
 void SoftmaxColumns(const T* x, int64_t xs, T* out, int64_t os, int64_t n,
                     int64_t len) {
@@ -566,9 +605,11 @@ void SoftmaxColumns(const T* x, int64_t xs, T* out, int64_t os, int64_t n,
     const int64_t cn = len - c0 < kColumns ? len - c0 : kColumns;
     A max[kColumns];
     A sum[kColumns];
+    double total[kColumns];
     for (int64_t c = 0; c < cn; ++c) {
       max[c] = -std::numeric_limits<A>::infinity();
       sum[c] = 0;
+      total[c] = 0;
     }
     for (int64_t i = 0; i < n; ++i) {
       const T* row = x + i * xs + c0;
@@ -585,8 +626,14 @@ void SoftmaxColumns(const T* x, int64_t xs, T* out, int64_t os, int64_t n,
         sum[c] += e;
         if constexpr (kParkInOutput<T, A>) orow[c] = e;
       }
+      if ((i + 1) % kSerialTerms == 0 || i + 1 == n) {
+        for (int64_t c = 0; c < cn; ++c) {
+          total[c] += static_cast<double>(sum[c]);
+          sum[c] = 0;
+        }
+      }
     }
-    for (int64_t c = 0; c < cn; ++c) sum[c] = A{1} / sum[c];
+    for (int64_t c = 0; c < cn; ++c) sum[c] = static_cast<A>(1.0 / total[c]);
     for (int64_t i = 0; i < n; ++i) {
       const T* row = x + i * xs + c0;
       T* orow = out + i * os + c0;

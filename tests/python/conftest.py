@@ -252,6 +252,7 @@ HOSTILE_TALLY = {"tried": 0, "clean": 0}
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "subprocess: runs a fresh Python interpreter")
+    config.addinivalue_line("markers", "big_memory: allocates more than 1 GiB (rows past 2**28 elements)")
 
 
 def pytest_terminal_summary(terminalreporter):
