@@ -6,8 +6,10 @@
 //    in chunks of the block's size: each thread scores one key, the block
 //    folds the chunk into a running maximum and sum (online softmax), and the
 //    threads then accumulate p * v over the value dims in shared memory.
-//    Accumulates in float32 (float64 for float64); a row that keeps no key is
-//    0, as in torch.
+//    Accumulates in float32 (float64 for float64) within a chunk; the
+//    running sum and p @ v across chunks are float64, so that no float32
+//    sum covers more than one chunk of keys however long S is. A row that
+//    keeps no key is 0, as in torch.
 #include "plugins/cuda/call_util.h"
 #include "plugins/cuda/element_types.cuh"
 #include "plugins/cuda/launch_config.h"
@@ -116,9 +118,9 @@ __global__ void AttentionKernel(const T* q, const T* k, const T* v,
                                 const void* mask, T* out, AttentionArgs a) {
   using A = OpMathT<T>;
   extern __shared__ unsigned char shared_bytes[];
-  A* acc = reinterpret_cast<A*>(shared_bytes);  // Ev
-  A* q_row = acc + a.Ev;                        // E
-  A* p = q_row + a.E;                           // kAttentionThreads
+  double* acc = reinterpret_cast<double*>(shared_bytes);  // Ev
+  A* q_row = reinterpret_cast<A*>(acc + a.Ev);             // E
+  A* p = q_row + a.E;                                      // kAttentionThreads
   const int64_t rows = a.batch_count * a.heads * a.L;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int64_t i = row % a.L;
@@ -152,7 +154,7 @@ __global__ void AttentionKernel(const T* q, const T* k, const T* v,
     for (int64_t e = threadIdx.x; e < a.Ev; e += blockDim.x) acc[e] = 0;
     __syncthreads();
     A max = NegativeInfinity<A>();
-    A sum = 0;
+    double sum = 0;
     for (int64_t j0 = 0; j0 < keys; j0 += blockDim.x) {
       const int64_t j = j0 + threadIdx.x;
       A score = NegativeInfinity<A>();
@@ -182,7 +184,8 @@ __global__ void AttentionKernel(const T* q, const T* k, const T* v,
       const A new_max = chunk_max > max ? chunk_max : max;
       const A correction = Exp(max - new_max);
       const A pj = j < keys ? Exp(score - new_max) : A{0};
-      sum = sum * correction + RowReduce<kAttentionThreads>(pj, Plus{});
+      sum = sum * static_cast<double>(correction) +
+            static_cast<double>(RowReduce<kAttentionThreads>(pj, Plus{}));
       max = new_max;
       __syncthreads();  // the previous chunk's p is read no more
       p[threadIdx.x] = pj;
@@ -190,16 +193,17 @@ __global__ void AttentionKernel(const T* q, const T* k, const T* v,
       const int64_t threads = blockDim.x;
       const int64_t len = keys - j0 < threads ? keys - j0 : threads;
       for (int64_t e = threadIdx.x; e < a.Ev; e += blockDim.x) {
-        A value = acc[e] * correction;
+        A value = 0;
         for (int64_t jj = 0; jj < len; ++jj) {
           value += p[jj] * ToOpMath(vh[(j0 + jj) * a.v_row + e * a.v_step]);
         }
-        acc[e] = value;
+        acc[e] = acc[e] * static_cast<double>(correction) +
+                 static_cast<double>(value);
       }
     }
-    const A inv = sum > 0 || IsNan(sum) ? A{1} / sum : A{0};
+    const double inv = sum > 0 || IsNan(sum) ? 1.0 / sum : 0.0;
     for (int64_t e = threadIdx.x; e < a.Ev; e += blockDim.x) {
-      orow[e * a.o_step] = FromOpMath<T>(acc[e] * inv);
+      orow[e * a.o_step] = FromOpMath<T>(static_cast<A>(acc[e] * inv));
     }
   }
 }
@@ -229,7 +233,8 @@ tf_status AttentionAs(const tf_call* call) {
   constexpr int64_t kShared = 48 * 1024;
   const size_t shared = a.E > kShared || a.Ev > kShared
                             ? kShared + 1
-                            : sizeof(A) * (a.E + a.Ev + kAttentionThreads);
+                            : sizeof(double) * a.Ev +
+                                  sizeof(A) * (a.E + kAttentionThreads);
   if (shared > kShared) {
     return Fail(call, TF_ERROR_UNSUPPORTED,
                 "scaled_dot_product_attention: head dims E = %lld and Ev = "

@@ -1,6 +1,7 @@
 // rms_norm: out = x / sqrt(mean(x^2 over the last dim) + eps) * weight,
-// accumulated in float32 (float64 for float64 tensors); add_rms_norm: the
-// same of residual after residual += x, in one kernel.
+// accumulated in float32 (float64 for float64 tensors) in chunks whose sums
+// meet in float64 (LongSum, row_reduce.cuh); add_rms_norm: the same of
+// residual after residual += x, in one kernel.
 #include "plugins/cuda/call_util.h"
 #include "plugins/cuda/element_types.cuh"
 #include "plugins/cuda/math.cuh"
@@ -50,13 +51,14 @@ __global__ void RmsNormKernel(const T* x, const T* weight, T* out, T* residual,
       src_step = args.residual_step;
     }
 
-    A sum_sq = 0;
+    LongSum<A> sum_sq;
     for (int64_t j = lane; j < args.n; j += kThreadsPerRow) {
       const A v = ToOpMath(src[j * src_step]);
-      sum_sq += v * v;
+      sum_sq.Add(v * v);
     }
-    sum_sq = RowReduce<kThreadsPerRow>(sum_sq, Plus{});
-    const A scale = InvSqrt(sum_sq / static_cast<A>(args.n) + eps);
+    const double total = RowReduce<kThreadsPerRow>(sum_sq.Value(), Plus{});
+    const A scale =
+        InvSqrt(static_cast<A>(total / static_cast<double>(args.n)) + eps);
 
     for (int64_t j = lane; j < args.n; j += kThreadsPerRow) {
       const A v = ToOpMath(src[j * src_step]);

@@ -1,6 +1,12 @@
 // Reductions along one dimension ("rows"), shared by rms_norm and softmax.
 // Short rows get a warp each, several warps to a block; long rows get a whole
 // block. Every thread of a row ends with the row's result.
+//
+// A thread's own share of a row is summed in a LongSum: no accumulator in
+// the op's math type adds more than kSerialTerms terms in sequence before
+// it is folded into a float64 total (the CPU plugin's bound, sums.h), so a
+// float32 sum neither stops growing at 2**24 times its terms nor drifts on
+// a long row; the threads' totals then meet in a tree of float64 adds.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +20,27 @@ namespace torchferry::cuda {
 constexpr int64_t kWarpRowLimit = 1024;
 constexpr int kWarpRowsPerBlock = 8;
 constexpr int kBlockRowThreads = 512;
+
+constexpr int kSerialTerms = 256;
+
+template <typename A>
+struct LongSum {
+  A part = 0;
+  double total = 0;
+  int count = 0;
+
+  __device__ __forceinline__ void Add(A term) {
+    part += term;
+    if (++count == kSerialTerms) {
+      total += static_cast<double>(part);
+      part = 0;
+      count = 0;
+    }
+  }
+  __device__ __forceinline__ double Value() const {
+    return total + static_cast<double>(part);
+  }
+};
 
 struct Plus {
   template <typename A>

@@ -1,4 +1,5 @@
-// softmax along one dim, accumulated in float32 (float64 for float64).
+// softmax along one dim, accumulated in float32 (float64 for float64) in
+// chunks whose sums meet in float64 (LongSum, row_reduce.cuh).
 // When the softmax dim is not the innermost and there are many rows, each
 // thread takes a whole row: neighbouring threads then read neighbouring
 // addresses, which a warp per row could not.
@@ -44,11 +45,12 @@ __global__ void SoftmaxRowKernel(const T* x, T* out, SoftmaxArgs args) {
     }
     max = RowReduce<kThreadsPerRow>(max, Max{});
 
-    A sum = 0;
+    LongSum<A> part;
     for (int64_t j = lane; j < args.n; j += kThreadsPerRow) {
-      sum += Exp(ToOpMath(x_row[j * args.x_step]) - max);
+      part.Add(Exp(ToOpMath(x_row[j * args.x_step]) - max));
     }
-    sum = RowReduce<kThreadsPerRow>(sum, Plus{});
+    const A sum =
+        static_cast<A>(RowReduce<kThreadsPerRow>(part.Value(), Plus{}));
 
     for (int64_t j = lane; j < args.n; j += kThreadsPerRow) {
       const A e = Exp(ToOpMath(x_row[j * args.x_step]) - max);
@@ -72,10 +74,11 @@ __global__ void SoftmaxThreadRowKernel(const T* x, T* out, SoftmaxArgs args) {
     for (int64_t j = 0; j < args.n; ++j) {
       max = Max{}(max, ToOpMath(x_row[j * args.x_step]));
     }
-    A sum = 0;
+    LongSum<A> part;
     for (int64_t j = 0; j < args.n; ++j) {
-      sum += Exp(ToOpMath(x_row[j * args.x_step]) - max);
+      part.Add(Exp(ToOpMath(x_row[j * args.x_step]) - max));
     }
+    const A sum = static_cast<A>(part.Value());
     for (int64_t j = 0; j < args.n; ++j) {
       const A e = Exp(ToOpMath(x_row[j * args.x_step]) - max);
       out_row[j * args.out_step] = FromOpMath<T>(e / sum);
