@@ -119,8 +119,8 @@ __global__ void AttentionKernel(const T* q, const T* k, const T* v,
   using A = OpMathT<T>;
   extern __shared__ unsigned char shared_bytes[];
   double* acc = reinterpret_cast<double*>(shared_bytes);  // Ev
-  A* q_row = reinterpret_cast<A*>(acc + a.Ev);             // E
-  A* p = q_row + a.E;                                      // kAttentionThreads
+  A* q_row = reinterpret_cast<A*>(acc + a.Ev);            // E
+  A* p = q_row + a.E;                                     // kAttentionThreads
   const int64_t rows = a.batch_count * a.heads * a.L;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int64_t i = row % a.L;
@@ -231,10 +231,10 @@ tf_status AttentionAs(const tf_call* call) {
   // E and Ev bounded first: stride-0 operands may have head dims near
   // 2**63, whose sum of bytes would wrap to a small size.
   constexpr int64_t kShared = 48 * 1024;
-  const size_t shared = a.E > kShared || a.Ev > kShared
-                            ? kShared + 1
-                            : sizeof(double) * a.Ev +
-                                  sizeof(A) * (a.E + kAttentionThreads);
+  const size_t shared =
+      a.E > kShared || a.Ev > kShared
+          ? kShared + 1
+          : sizeof(double) * a.Ev + sizeof(A) * (a.E + kAttentionThreads);
   if (shared > kShared) {
     return Fail(call, TF_ERROR_UNSUPPORTED,
                 "scaled_dot_product_attention: head dims E = %lld and Ev = "
