@@ -170,14 +170,21 @@ inline constexpr OpEntry kOpTable[] = {
      "input / sqrt(mean(input**2) + eps) * weight, over the last dim",
      "inputs: x, ndim >= 1; weight, 1-D of x's last dim, same dtype. attrs: "
      "eps, `TF_ARG_FLOAT`. out: x's shape. out = x / sqrt(mean(x^2 over the "
-     "last dim) + eps) * weight; accumulate in at least float32."},
+     "last dim) + eps) * weight; accumulate in at least float32, no "
+     "accumulator adding more than 256 "
+     "terms in sequence: partial sums (lanes, blocks, threads) meet in "
+     "float64, so that the error stays a blocked sum's at any length and "
+     "stride."},
     {"softmax(Tensor input, int dim=-1) -> Tensor", dtype_sets::kFloat,
      AliasRule::kNone, Geometry::kSoftmax,
      "exp(input) / sum(exp(input)) "
      "along dim",
      "inputs: x, ndim >= 1 (0-dim arrives as shape [1]). attrs: dim, "
-     "`TF_ARG_INT` in [0, ndim). out: x's shape; accumulate in at least "
-     "float32."},
+     "`TF_ARG_INT` in [0, ndim). out: x's shape; the sum of exponentials: "
+     "accumulate in at least float32, no accumulator adding more than 256 "
+     "terms in sequence: partial sums (lanes, blocks, threads) meet in "
+     "float64, so that the error stays a blocked sum's at any length and "
+     "stride."},
     {"matmul(Tensor input, Tensor other) -> Tensor", dtype_sets::kFloat,
      AliasRule::kNone, Geometry::kMatmul,
      "matrix product with torch.matmul's rules: a 1-D operand is a row "
@@ -186,7 +193,10 @@ inline constexpr OpEntry kOpTable[] = {
      "views a 1-D operand as [1, k] or [k, 1], merges the broadcast batch "
      "dims into B where their strides nest (stride 0 on a broadcast one) and "
      "calls the kernel once per index of the batch dims that do not. "
-     "Accumulate in at least float32."},
+     "Accumulate in at least float32; a depth above 16384 in chunks of at "
+     "most that, whose products meet in float64, so that a long depth's "
+     "error stays near torch's (a kernel on a BLAS library keeps the "
+     "library's order, as torch does)."},
     {"noop(Tensor[] tensors) -> ()", dtype_sets::kAll, AliasRule::kNone,
      Geometry::kNoop,
      "bridges every tensor and calls a kernel that reads the views and does "
@@ -222,7 +232,8 @@ inline constexpr OpEntry kOpTable[] = {
      "torch). out: [..., H, L, Ev]. A bool mask keeps True; a row that keeps "
      "no key is 0, as in torch (2.5 and later); a NaN scale with E and S "
      "above 0 makes every element of out NaN, masked rows too, as in torch. "
-     "Accumulate in float32."},
+     "Accumulate in float32 within a block of at most 256 keys; the running "
+     "sum of weights and the output carry across blocks in float64."},
     // --- linear (core/prepare/prepare_linear.cc) ---
     {"linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
      dtype_sets::kFloat, AliasRule::kNone, Geometry::kLinear,
@@ -234,7 +245,7 @@ inline constexpr OpEntry kOpTable[] = {
      "and out [..., N] as [B, M, ...] (every leading dim in M when their "
      "strides nest, else the last in M and the others in B when those nest, "
      "else the last two as B and M and the host repeats the call over the "
-     "others). out = x @ w + bias; accumulate in at least float32."},
+     "others). out = x @ w + bias; x @ w accumulated as matmul's."},
     // embedding and cat.
     {"embedding(Tensor input, Tensor weight) -> Tensor", dtype_sets::kAll,
      AliasRule::kNone, Geometry::kEmbedding,
@@ -260,7 +271,8 @@ inline constexpr OpEntry kOpTable[] = {
      "eps, `TF_ARG_FLOAT`. outputs: out, then residual, both x's shape and "
      "dtype; residual is read and written. residual = residual + x (rounded "
      "to the dtype, as add), then out = rms_norm of the new residual, as "
-     "rms_norm computes it. No two of x, weight, residual and out overlap."},
+     "rms_norm computes it (its accumulation included). No two of x, weight, "
+     "residual and out overlap."},
 };
 
 inline constexpr size_t kNumOps = std::size(kOpTable);
