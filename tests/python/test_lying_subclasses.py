@@ -105,6 +105,15 @@ def wrap(cls, t, requires_grad=False):
         return torch.Tensor._make_subclass(cls, t, requires_grad)
 
 
+def wrap_with_meta(cls, t):
+    """A `cls` leaf that does not require grad but has autograd metadata (it
+    did once), as a parameter frozen with requires_grad_(False) has."""
+    liar = wrap(cls, t, True)
+    with torch._C.DisableTorchFunction():
+        liar.requires_grad_(False)
+    return liar
+
+
 def plain(t):
     """A detached plain copy of `t`, made without its __torch_function__."""
     with torch._C.DisableTorchFunction():
@@ -216,14 +225,16 @@ def test_functional_op_with_input_that_requires_grad_is_refused(path, cls):
     no_calls()
 
 
+@pytest.mark.parametrize("meta", [False, True], ids=["no_autograd_meta", "autograd_meta"])
 @pytest.mark.parametrize("cls", LIARS, ids=lambda c: c.__name__)
-def test_subclass_inputs_compute_without_their_torch_function(path, cls):
-    # _make_subclass gives every instance autograd metadata (requires_grad
-    # False): the grad check reads it from the TensorImpl, not the getter.
+def test_subclass_inputs_compute_without_their_torch_function(path, cls, meta):
+    # With autograd metadata a tensor's requires_grad is not settled by its
+    # absence: it is read from the TensorImpl, never through the getter.
+    make = wrap_with_meta if meta else wrap
     a = torch.arange(-6.0, 6.0).reshape(3, 4)
     b = torch.full((3, 4), 0.5)
-    la, lb = wrap(cls, a.clone()), wrap(cls, b.clone())
-    out = wrap(cls, torch.empty(3, 4))
+    la, lb = make(cls, a.clone()), make(cls, b.clone())
+    out = make(cls, torch.empty(3, 4))
     CALLS.clear()
     ops.abs(la, out=out)
     r_add = ops.add(la, lb)
@@ -236,7 +247,7 @@ def test_subclass_inputs_compute_without_their_torch_function(path, cls):
 
 @pytest.mark.parametrize("cls", LIARS, ids=lambda c: c.__name__)
 def test_in_place_on_a_subclass_bumps_its_version(path, cls):
-    t = wrap(cls, torch.randn(6))
+    t = wrap_with_meta(cls, torch.randn(6))
     with torch._C.DisableTorchFunction():
         before = t._version
     CALLS.clear()
@@ -308,7 +319,8 @@ def test_every_setting_in_a_fresh_interpreter(env_path, meta):
                 for mode in t.GRAD_MODES:
                     t.test_out_with_autograd_raises_where_torch_raises(None, cls, case, mode)
             t.test_functional_op_with_input_that_requires_grad_is_refused(None, cls)
-            t.test_subclass_inputs_compute_without_their_torch_function(None, cls)
+            for meta in (False, True):
+                t.test_subclass_inputs_compute_without_their_torch_function(None, cls, meta)
             t.test_in_place_on_a_subclass_bumps_its_version(None, cls)
             t.test_refusals_name_torchs_facts_not_the_subclass_answers(None, cls)
         t.test_torch_function_mode_is_not_asked_about_requires_grad(None)
