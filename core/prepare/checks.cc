@@ -176,11 +176,9 @@ int MakeGradSamples(PyObject* torch_module, PyObject** t) {
   t[2] = t[2] ? chain(t[2], call(t[2], "requires_grad_", nullptr)) : nullptr;
   t[3] = call(t[2], "mul", "(i)", 2);
   t[4] = call(torch_module, "ones", "(i)", 5);
-  PyObject* off = t[4] ? call(t[4], "requires_grad_", nullptr) : nullptr;
-  Py_XDECREF(off);
-  PyObject* r =
-      off ? PyObject_CallMethod(t[4], "requires_grad_", "(O)", Py_False)
-          : nullptr;
+  PyObject* on = call(t[4], "requires_grad_", nullptr);
+  PyObject* r = on ? call(t[4], "requires_grad_", "(O)", Py_False) : nullptr;
+  Py_XDECREF(on);
   if (r == nullptr) Py_CLEAR(t[4]);
   Py_XDECREF(r);
   t[5] = call(torch_module, "ones", "(i)", 6);

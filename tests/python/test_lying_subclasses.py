@@ -282,10 +282,14 @@ def test_torch_function_mode_is_not_asked_about_requires_grad(path):
             return func(*args, **(kwargs or {}))
 
     x, out = torch.randn(4), torch.empty(4, requires_grad=True)
+    written = torch.empty(4).requires_grad_().requires_grad_(False)
     with SaysNoGradMode():
         with pytest.raises(RuntimeError, match="automatic differentiation"):
             ops.abs(x, out=out)
+        ops.abs(x, out=written)  # read, checked, written and bumped
     assert seen == [], seen
+    torch.testing.assert_close(written, x.abs())
+    assert written._version == 1
 
 
 def test_info_says_requires_grad_comes_from_the_tensorimpl():
