@@ -156,6 +156,37 @@ class Bridge {
     return type == tensor_type_ || type == parameter_type_ ||
            PyType_IsSubtype(type, tensor_type_);
   }
+  // torch's __torch_function__ handling held off for a scope where reading
+  // `obj` through torch's Python-level getters and methods could run one (a
+  // subclass's, or an active TorchFunctionMode's): torch._C.
+  // DisableTorchFunction's __enter__ and __exit__, bound C methods that save
+  // and restore torch's state. A pending exception is kept across __exit__.
+  // quiet() is false where torch offers no way to hold it off: Python may
+  // then run in such a read.
+  class HeldOff {
+   public:
+    HeldOff(const Bridge& bridge, PyObject* obj);
+    ~HeldOff();
+    HeldOff(const HeldOff&) = delete;
+    HeldOff& operator=(const HeldOff&) = delete;
+    bool quiet() const { return quiet_; }
+
+   private:
+    PyObject* exit_ = nullptr;
+    bool quiet_ = false;
+  };
+  // Whether reading `obj` through torch's Tensor methods could run a
+  // __torch_function__: a subclass's, or an active mode's.
+  bool TorchFunctionCouldRun(PyObject* obj) const;
+  // getattr(obj, attr) as torch.Tensor's own C getter answers it, with
+  // __torch_function__ held off (a torch tensor; any other object is asked
+  // as usual): a subclass's override or a mode is never consulted. nullptr
+  // with an exception where torch has no such getter or cannot hold off.
+  PyObject* TorchAttr(PyObject* obj, const char* attr) const;
+  // str() of that, or "<unknown>"; never leaves an exception set. For the
+  // words of a refusal.
+  std::string AttrText(PyObject* obj, const char* attr) const;
+
   // The state of a torch tensor already read (ref.view.source_kind ATEN).
   // Reads its handle again; converts nothing, counts nothing.
   TensorState StateOf(const TensorRef& ref) const;
@@ -233,7 +264,8 @@ class Bridge {
   // nullptr where that getter is missing or fails. Python runs in it where
   // TorchFunctionCouldRun says so, unless torch function is held off.
   const char* ImplFromCdata(PyObject* obj) const;
-  bool TorchFunctionCouldRun(PyObject* obj) const;
+  // core/bridge/torch_reads.cc
+  void FindTorchFunctionHoldOff();
   void ProbeNegBit(PyObject* torch_module);
   void ReleaseDlpack(TensorRef* ref);
   void Calibrate(PyObject* torch_module, int major, int minor);

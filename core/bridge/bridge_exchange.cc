@@ -85,39 +85,7 @@ void Bridge::FindExchangeApi() {
   if (cdata != nullptr && PyObject_TypeCheck(cdata, &PyGetSetDescr_Type)) {
     cdata_ = reinterpret_cast<PyGetSetDescrObject*>(cdata)->d_getset->get;
   }
-  // The getter, like the Tensor methods below, hands the tensor to a
-  // TorchFunctionMode's Python while one is active, and to a subclass's
-  // __torch_function__. torch._C._is_torch_function_mode_enabled (called as
-  // a C function) says when; torch._C.DisableTorchFunction, entered and left
-  // around such a read, keeps that Python from running.
   PyObject* c_module = PyObject_GetAttrString(torch_module_, "_C");
-  PyObject* mode_enabled =
-      c_module
-          ? PyObject_GetAttrString(c_module, "_is_torch_function_mode_enabled")
-          : nullptr;
-  PyObject* disable_type =
-      c_module ? PyObject_GetAttrString(c_module, "DisableTorchFunction")
-               : nullptr;
-  if (mode_enabled != nullptr && PyCFunction_Check(mode_enabled) &&
-      PyCFunction_GET_FLAGS(mode_enabled) == METH_NOARGS) {
-    mode_enabled_ = PyCFunction_GET_FUNCTION(mode_enabled);
-    mode_enabled_self_ = PyCFunction_GET_SELF(mode_enabled);  // torch._C
-  }
-  Py_XDECREF(mode_enabled);  // torch._C keeps it for the process
-  // One instance, made now: making one per read could start the collector.
-  // Its bound methods keep it for the process.
-  PyObject* disable =
-      disable_type ? PyObject_CallNoArgs(disable_type) : nullptr;
-  Py_XDECREF(disable_type);
-  disable_enter_ =
-      disable ? PyObject_GetAttrString(disable, "__enter__") : nullptr;
-  disable_exit_ =
-      disable ? PyObject_GetAttrString(disable, "__exit__") : nullptr;
-  Py_XDECREF(disable);
-  if (disable_enter_ == nullptr || disable_exit_ == nullptr) {
-    Py_CLEAR(disable_enter_);
-    Py_CLEAR(disable_exit_);
-  }
   untyped_storage_ = NoArgsMethod(tensor_type_, "untyped_storage");
   PyObject* storage_type =
       c_module ? PyObject_GetAttrString(c_module, "StorageBase") : nullptr;
@@ -174,57 +142,6 @@ const char* Bridge::ImplFromCdata(PyObject* obj) const {
   return static_cast<const char*>(impl);
 }
 
-// Whether reading `obj` through torch's Tensor methods could run a
-// __torch_function__: a subclass's, or an active mode's.
-bool Bridge::TorchFunctionCouldRun(PyObject* obj) const {
-  PyTypeObject* type = Py_TYPE(obj);
-  if ((type != tensor_type_ && type != parameter_type_) ||
-      mode_enabled_ == nullptr) {
-    return true;
-  }
-  PyObject* enabled = mode_enabled_(mode_enabled_self_, nullptr);
-  Py_XDECREF(enabled);
-  if (enabled == nullptr) PyErr_Clear();
-  return enabled != Py_False;
-}
-
-namespace {
-
-// torch's __torch_function__ handling held off for a scope, where it could
-// run (Bridge::TorchFunctionCouldRun): torch._C.DisableTorchFunction's
-// __enter__ and __exit__, bound C methods that save and restore torch's
-// state. A pending exception is kept across __exit__.
-class NoTorchFunction {
- public:
-  NoTorchFunction(PyObject* enter, PyObject* exit, bool needed)
-      : exit_(needed && enter != nullptr ? exit : nullptr) {
-    if (exit_ == nullptr) return;
-    PyObject* r = PyObject_CallNoArgs(enter);
-    if (r == nullptr) {
-      PyErr_Clear();
-      exit_ = nullptr;
-    }
-    Py_XDECREF(r);
-  }
-  ~NoTorchFunction() {
-    if (exit_ == nullptr) return;
-    PyObject *type, *value, *trace;
-    PyErr_Fetch(&type, &value, &trace);
-    PyObject* r =
-        PyObject_CallFunctionObjArgs(exit_, Py_None, Py_None, Py_None, nullptr);
-    if (r == nullptr) PyErr_Clear();
-    Py_XDECREF(r);
-    PyErr_Restore(type, value, trace);
-  }
-  NoTorchFunction(const NoTorchFunction&) = delete;
-  NoTorchFunction& operator=(const NoTorchFunction&) = delete;
-
- private:
-  PyObject* exit_;
-};
-
-}  // namespace
-
 // torch refuses to describe a tensor DLPack cannot hold; the refusal says
 // why in the words the other paths use (nested, not strided, meta, dtype),
 // and torch's own message, without its C++ backtrace, for anything else.
@@ -233,7 +150,7 @@ bool Bridge::RaiseExchangeFailure(PyObject* obj, const char* what) {
   std::string why = FetchErrorText();
   why = why.substr(0, why.find("\nException raised from"));
   if (RaiseIfNotDense(obj, what, /*check_layout=*/true)) return false;
-  if (PyAttrText(obj, "device") == "meta") return RaiseMetaTensor(what);
+  if (AttrText(obj, "device") == "meta") return RaiseMetaTensor(what);
   if (why.find("not supported by dlpack") != std::string::npos) {
     return RaiseDtypeNotCarried(obj, what);
   }
@@ -255,12 +172,11 @@ bool Bridge::ReadExchanged(PyObject* obj, const char* what, TensorRef* ref) {
     return RaiseError(PyExc_NotImplementedError,
                       fmt::format("{}: torchferry does not carry tensors on "
                                   "device {}; expected cpu or cuda",
-                                  what, PyAttrText(obj, "device")));
+                                  what, AttrText(obj, "device")));
   }
   ref->dtype = DtypeFromDlpack(dl.dtype.code, dl.dtype.bits, dl.dtype.lanes);
   if (ref->dtype == kNoDtype) return RaiseDtypeNotCarried(obj, what);
-  const NoTorchFunction quiet(disable_enter_, disable_exit_,
-                              TorchFunctionCouldRun(obj));
+  const HeldOff quiet(*this, obj);
   const char* impl = ImplFromCdata(obj);
   ref->exchanged_impl = impl;
   if (!CheckNotNegated(impl, obj, what)) return false;
@@ -308,8 +224,7 @@ bool Bridge::ReadExchanged(PyObject* obj, const char* what, TensorRef* ref) {
 // The state of an exchanged tensor, read again: its handle-less stand-in for
 // StateOf, so that Python run mid-call is noticed on this path too.
 TensorState Bridge::ExchangedStateOf(const TensorRef& ref) const {
-  const NoTorchFunction quiet(disable_enter_, disable_exit_,
-                              TorchFunctionCouldRun(ref.object));
+  const HeldOff quiet(*this, ref.object);
   TensorState s;
   dlpack::Tensor dl;
   int64_t base = 0;

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "abi/torchferry.h"
+#include "core/bridge/bridge.h"
 #include "core/bridge/bump.h"
 #include "core/python/py_errors.h"
 
@@ -30,7 +31,7 @@ namespace bridge_internal {
   return RaiseError(PyExc_TypeError,
                     fmt::format("{}: torchferry does not carry dtype {}; "
                                 "expected a float, int, uint or bool dtype",
-                                what, PyAttrText(obj, "dtype")));
+                                what, Bridge::Get().AttrText(obj, "dtype")));
 }
 // Functional wrappers and ZeroTensors report elements but own no memory.
 [[gnu::cold, gnu::noinline]] inline bool RaiseNoMemory(PyObject* obj,

@@ -129,7 +129,7 @@ bool Bridge::FillFromGetters(AtenTensorHandle h, PyObject* obj,
     return RaiseError(PyExc_NotImplementedError,
                       fmt::format("{}: torchferry does not carry tensors on "
                                   "device {}; expected cpu or cuda",
-                                  what, PyAttrText(obj, "device")));
+                                  what, AttrText(obj, "device")));
   }
   if (a.get_dtype(h, code) != 0) return RaiseTorchFailure("dtype", obj, what);
   if (a.get_dim(h, ndim) != 0 || a.get_sizes(h, &v.shape) != 0) {
@@ -141,10 +141,10 @@ bool Bridge::FillFromGetters(AtenTensorHandle h, PyObject* obj,
   return true;
 }
 
-// Whether `obj` reports torch.strided; runs Python, so only on the way to a
-// refusal.
+// Whether `obj` is torch.strided, as torch's own getter says; costs a Python
+// call, so only on the way to a refusal.
 bool Bridge::IsStrided(PyObject* obj) {
-  PyObject* layout = PyObject_GetAttrString(obj, "layout");
+  PyObject* layout = TorchAttr(obj, "layout");
   PyObject* strided =
       layout ? PyObject_GetAttrString(torch_module_, "strided") : nullptr;
   const bool same = strided != nullptr && layout == strided;
@@ -159,7 +159,7 @@ bool Bridge::RaiseNotStrided(PyObject* obj, const char* what) {
       PyExc_TypeError,
       fmt::format("{}: expected a dense (torch.strided) tensor, got layout "
                   "{}; call .to_dense() first",
-                  what, PyAttrText(obj, "layout")));
+                  what, AttrText(obj, "layout")));
 }
 
 [[gnu::always_inline]] inline bool Bridge::FillFromHandle(AtenTensorHandle h,
@@ -302,6 +302,7 @@ bool Bridge::CheckNotNegated(const char* impl, PyObject* obj,
     std::memcpy(&keys, impl + neg_probe_.keyset_offset, sizeof(keys));
     negated = (keys & neg_probe_.negative_mask) != 0;
   } else {
+    const HeldOff quiet(*this, obj);  // torch's answer, not a subclass's
     PyObject* result = is_neg_(obj, nullptr);
     if (result == nullptr) return false;
     negated = result == Py_True;

@@ -117,6 +117,7 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
                       "torch; torchferry cannot check the negative bit");
   }
   is_neg_ = reinterpret_cast<PyMethodDescrObject*>(is_neg)->d_method->ml_meth;
+  FindTorchFunctionHoldOff();
   FindExchangeApi();
 
   Calibrate(torch_module, major, minor);
@@ -437,7 +438,7 @@ void Bridge::ProbeNegBit(PyObject* torch_module) {
 
 bool Bridge::RaiseIfNotDense(PyObject* obj, const char* what,
                              bool check_layout) {
-  PyObject* nested = PyObject_GetAttrString(obj, "is_nested");
+  PyObject* nested = TorchAttr(obj, "is_nested");
   const bool is_nested = nested == Py_True;
   Py_XDECREF(nested);
   PyErr_Clear();

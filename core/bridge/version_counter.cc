@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "core/bridge/bridge.h"
 #include "core/bridge/impl_words.h"
 #include "core/python/py_errors.h"
 
@@ -149,6 +150,7 @@ bool VersionCounter::Bump(PyObject* object, AtenTensorHandle handle) const {
     }
     return true;
   }
+  const Bridge::HeldOff quiet(Bridge::Get(), object);  // torch's code only
   PyObject* r = PyObject_CallOneArg(increment_version_, object);
   Py_XDECREF(r);
   return r != nullptr;
@@ -158,6 +160,9 @@ bool VersionCounter::IsInference(PyObject* object,
                                  AtenTensorHandle handle) const {
   if (ok_ && handle != nullptr) return CounterOf(handle) == nullptr;
   if (is_inference_ == nullptr) return false;
+  // torch's answer: the method hands a subclass's __torch_function__ or a
+  // mode the question unless that is held off.
+  const Bridge::HeldOff quiet(Bridge::Get(), object);
   PyObject* r = is_inference_(object, nullptr);
   Py_XDECREF(r);
   PyErr_Clear();

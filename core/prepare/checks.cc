@@ -1,5 +1,6 @@
 #include "core/prepare/checks.h"
 
+#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -134,50 +135,131 @@ Overlap FindOverlap(const TensorRef& a, const TensorRef& b) {
   return search(search, 0, 0);
 }
 
-PyObject* g_requires_grad_descr = nullptr;  // TensorBase.requires_grad
-getter g_requires_grad_get = nullptr;
+getter g_requires_grad_get = nullptr;  // TensorBase.requires_grad's getter
 void* g_requires_grad_closure = nullptr;
+
+// c10::TensorImpl::requires_grad() const, which libc10 exports: torch's own
+// answer (autograd_meta_ && autograd_meta_->requires_grad(): the flag, or a
+// grad_fn, or a view's base that requires grad), read from the TensorImpl
+// with no Python, so a subclass's __torch_function__ is never asked. A
+// member function taking only `this`, called as a function of it (Itanium
+// C++ ABI); trusted only once it has agreed with the getter at start-up.
+using ImplRequiresGrad = bool (*)(const void*);
+ImplRequiresGrad g_impl_requires_grad = nullptr;
+constexpr char kImplRequiresGrad[] = "_ZNK3c1010TensorImpl13requires_gradEv";
+std::string g_grad_detail;
 
 // The byte offset of TensorImpl::autograd_meta_, the field after storage_ in
 // every torch 2.x, or -1 where start-up could not confirm it. A tensor with
-// no autograd metadata cannot require grad (TensorImpl::requires_grad() is
-// autograd_meta_ && autograd_meta_->requires_grad()), which settles the
-// check for most tensors without the Python getter: its error-handling and
-// torch-function guards cost ~20 ns a tensor of thread-local lookups.
+// no autograd metadata cannot require grad, which settles the check for most
+// tensors with one load instead of a call.
 Py_ssize_t g_autograd_meta_at = -1;
 
-// Confirms the offset on tensors made for it: null for two that never
-// touched autograd, two different non-null pointers for two that require
-// grad.
-void ProbeAutogradMeta(PyObject* torch_module) {
-  const StorageProbe& storage = Bridge::Get().storage_probe();
-  if (!storage.calibrated()) return;
-  const Py_ssize_t at = storage.storage_at() + Py_ssize_t{sizeof(void*)};
-  PyObject* t[4] = {
-      PyObject_CallMethod(torch_module, "empty", "(i)", 4),
-      PyObject_CallMethod(torch_module, "ones", "(i)", 3),
-      PyObject_CallMethod(torch_module, "empty", "(i)", 4),
-      PyObject_CallMethod(torch_module, "zeros", "(i)", 2),
+// Tensors whose requires_grad start-up knows from torch's getter (plain
+// tensors, no __torch_function__): none with autograd metadata, leaves that
+// do and do not require grad, a result of autograd, and a view whose base
+// was made to require grad after the view was taken (true only through the
+// base). Returns how many it made; null entries where torch failed.
+int MakeGradSamples(PyObject* torch_module, PyObject** t) {
+  auto call = [](PyObject* o, const char* method, const char* format,
+                 auto... args) -> PyObject* {
+    return o ? PyObject_CallMethod(o, method, format, args...) : nullptr;
   };
-  bool ok = true;
-  for (int i = 2; i < 4 && ok; ++i) {
-    PyObject* r =
-        t[i] ? PyObject_CallMethod(t[i], "requires_grad_", nullptr) : nullptr;
-    ok = r != nullptr;
+  auto chain = [](PyObject* o, PyObject* r) {  // keeps o, drops the result
     Py_XDECREF(r);
+    return r != nullptr ? o : nullptr;
+  };
+  t[0] = call(torch_module, "empty", "(i)", 4);
+  t[1] = call(torch_module, "ones", "(i)", 3);
+  t[1] = t[1] ? chain(t[1], call(t[1], "requires_grad_", nullptr)) : nullptr;
+  t[2] = call(torch_module, "zeros", "(i)", 2);
+  t[2] = t[2] ? chain(t[2], call(t[2], "requires_grad_", nullptr)) : nullptr;
+  t[3] = call(t[2], "mul", "(i)", 2);
+  t[4] = call(torch_module, "ones", "(i)", 5);
+  PyObject* on = call(t[4], "requires_grad_", nullptr);
+  PyObject* r = on ? call(t[4], "requires_grad_", "(O)", Py_False) : nullptr;
+  Py_XDECREF(on);
+  if (r == nullptr) Py_CLEAR(t[4]);
+  Py_XDECREF(r);
+  t[5] = call(torch_module, "ones", "(i)", 6);
+  t[6] = call(t[5], "__getitem__", "(O)", Py_Ellipsis);  // a view of t[5]
+  r = t[6] ? call(t[5], "requires_grad_", nullptr) : nullptr;
+  if (r == nullptr) Py_CLEAR(t[6]);
+  Py_XDECREF(r);
+  return 7;
+}
+
+// Confirms autograd_meta_'s offset and c10::TensorImpl::requires_grad
+// against the getter on the samples.
+void ProbeRequiresGrad(PyObject* torch_module) {
+  const StorageProbe& storage = Bridge::Get().storage_probe();
+  void* lib = Bridge::Get().library().cpu_handle;
+  auto fn = reinterpret_cast<ImplRequiresGrad>(
+      lib ? dlsym(lib, kImplRequiresGrad) : nullptr);
+  const Py_ssize_t at = storage.calibrated()
+                            ? storage.storage_at() + Py_ssize_t{sizeof(void*)}
+                            : -1;
+  PyObject* t[8] = {};
+  const int n = MakeGradSamples(torch_module, t);
+  bool fn_ok = fn != nullptr, meta_ok = at >= 0, seen[2] = {};
+  const void* metas[8] = {};
+  for (int i = 0; i < n; ++i) {
+    PyObject* value =
+        t[i] ? g_requires_grad_get(t[i], g_requires_grad_closure) : nullptr;
+    const char* impl = value ? TensorImplOf(t[i]) : nullptr;
+    if (impl == nullptr) {
+      fn_ok = meta_ok = false;
+      Py_XDECREF(value);
+      break;
+    }
+    const bool requires = value == Py_True;
+    Py_DECREF(value);
+    seen[requires] = true;
+    if (fn_ok) fn_ok = fn(impl) == requires;
+    if (meta_ok) metas[i] = WordAt<const void*>(impl, at);
   }
-  const void* meta[4] = {};
-  for (int i = 0; i < 4 && ok; ++i) {
-    const char* impl = t[i] ? TensorImplOf(t[i]) : nullptr;
-    ok = impl != nullptr;
-    if (ok) meta[i] = WordAt<const void*>(impl, at);
-  }
-  if (ok && meta[0] == nullptr && meta[1] == nullptr && meta[2] != nullptr &&
-      meta[3] != nullptr && meta[2] != meta[3]) {
-    g_autograd_meta_at = at;
-  }
+  // No metadata for a fresh tensor; distinct metadata for the others.
+  meta_ok = meta_ok && metas[0] == nullptr && metas[1] != nullptr &&
+            metas[2] != nullptr && metas[1] != metas[2];
+  if (meta_ok) g_autograd_meta_at = at;
+  if (fn_ok && seen[false] && seen[true]) g_impl_requires_grad = fn;
   for (PyObject* o : t) Py_XDECREF(o);
   PyErr_Clear();
+  if (g_impl_requires_grad == nullptr) {
+    g_grad_detail = fmt::format(
+        "requires_grad read through torch's getter with "
+        "__torch_function__ held off ({})",
+        fn == nullptr ? "libc10 exports no "
+                        "c10::TensorImpl::requires_grad"
+                      : "c10::TensorImpl::requires_grad "
+                        "disagreed with the getter at start-up");
+  } else if (g_autograd_meta_at < 0) {
+    g_grad_detail =
+        "requires_grad read by c10::TensorImpl::requires_grad for every "
+        "tensor (TensorImpl::autograd_meta_ not found)";
+  } else {
+    g_grad_detail = fmt::format(
+        "requires_grad read from the TensorImpl: autograd_meta_ at byte {}, "
+        "c10::TensorImpl::requires_grad for tensors that have it",
+        g_autograd_meta_at);
+  }
+  g_grad_detail +=
+      "; the getter, held off __torch_function__, only for a tensor whose "
+      "TensorImpl is not at hand";
+}
+
+// What torch's TensorImpl says, or -1 where this tensor's TensorImpl or the
+// function is not at hand.
+int ImplRequiresGradOf(const TensorRef& ref) {
+  const AtenTensorHandle handle = ref.probe_handle();
+  if (handle == nullptr) return -1;
+  const char* impl = TensorImplOfHandle(handle);
+  if (g_autograd_meta_at >= 0 &&
+      WordAt<const void*>(impl, g_autograd_meta_at) == nullptr) {
+    return 0;
+  }
+  if (g_impl_requires_grad == nullptr) return -1;
+  return g_impl_requires_grad(impl) ? 1 : 0;
 }
 
 }  // namespace
@@ -321,39 +403,32 @@ bool InitGradCheck(PyObject* torch_module) {
                       "torch.Tensor.requires_grad is not a C getter in this "
                       "torch; torchferry cannot check autograd cheaply");
   }
-  Py_INCREF(descr);
-  g_requires_grad_descr = descr;
   auto* gs = reinterpret_cast<PyGetSetDescrObject*>(descr)->d_getset;
   g_requires_grad_get = gs->get;
   g_requires_grad_closure = gs->closure;
-  ProbeAutogradMeta(torch_module);
+  ProbeRequiresGrad(torch_module);
   return true;
 }
 
-std::string GradCheckDetail() {
-  if (g_autograd_meta_at < 0) {
-    return "requires_grad read through its getter for every tensor "
-           "(TensorImpl::autograd_meta_ not found)";
-  }
-  return fmt::format(
-      "autograd_meta_ at byte {}; the requires_grad getter only for "
-      "tensors that have autograd metadata",
-      g_autograd_meta_at);
-}
+const std::string& GradCheckDetail() { return g_grad_detail; }
 
 bool CheckNoGrad(const char* op, const TensorRef& ref, bool out_given,
                  CallFrame& f, bool* getter_ran) {
   if (!ref.is_torch()) return true;  // not torch's
-  if (g_autograd_meta_at >= 0 && ref.probe_handle() != nullptr) {
-    const char* impl = TensorImplOfHandle(ref.probe_handle());
-    if (WordAt<const void*>(impl, g_autograd_meta_at) == nullptr) return true;
+  int requires = ImplRequiresGradOf(ref);
+  if (requires < 0) {
+    // torch's getter itself, never the object's class's, with
+    // __torch_function__ held off: a subclass or a mode has no say.
+    const Bridge::HeldOff held(Bridge::Get(), ref.object);
+    if (!held.quiet()) {
+      f.NotePython();
+      *getter_ran = true;
+    }
+    PyObject* value = g_requires_grad_get(ref.object, g_requires_grad_closure);
+    if (value == nullptr) return false;
+    requires = value == Py_True;
+    Py_DECREF(value);
   }
-  f.NotePython();
-  *getter_ran = true;
-  PyObject* value = g_requires_grad_get(ref.object, g_requires_grad_closure);
-  if (value == nullptr) return false;
-  bool requires = value == Py_True;
-  Py_DECREF(value);
   if (!requires) return true;
   return RaiseError(
       PyExc_RuntimeError,

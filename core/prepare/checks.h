@@ -29,15 +29,17 @@ bool CheckNoOverlap(const char* op, const char* what, const TensorRef& input,
                     const TensorRef& out, bool exact_alias_ok,
                     const char* out_name = "out");
 // torch's out= functions refuse inputs that require grad while grad mode is
-// on; so do we, rather than silently detaching. Where it must call torch's
-// requires_grad getter, which runs Python for a tensor subclass's
-// __torch_function__ or under a TorchFunctionMode, it notes the frame's
-// tensors first (CallFrame::NotePython) and sets *getter_ran.
+// on; so do we, rather than silently detaching. requires_grad is torch's
+// answer from the TensorImpl (c10::TensorImpl::requires_grad), never the
+// tensor's class's: no __torch_function__ runs. Where a tensor's TensorImpl
+// is not at hand it calls torch's getter with __torch_function__ held off;
+// only where torch cannot hold it off does Python run, and then it notes the
+// frame's tensors first (CallFrame::NotePython) and sets *getter_ran.
 bool CheckNoGrad(const char* op, const TensorRef& ref, bool out_given,
                  CallFrame& f, bool* getter_ran);
 bool InitGradCheck(PyObject* torch_module);
 // How the check reads requires_grad, for `info`.
-std::string GradCheckDetail();
+const std::string& GradCheckDetail();
 
 // torch's broadcasting: the shape of x op y, or false with a ValueError.
 bool BroadcastShapes(const char* op, const TensorRef& x, const TensorRef& y,

@@ -15,6 +15,7 @@ namespace {
 PyObject* g_empty = nullptr;                 // torch.empty
 PyObject* g_dtype_objects[kNumDtypes] = {};  // torch.float32, ...
 PyObject* g_cpu = nullptr;                   // torch.device("cpu")
+PyObject* g_device_type = nullptr;           // torch.device
 PyObject* g_kwnames = nullptr;               // ("dtype", "device")
 
 const TorchLibrary* g_lib = nullptr;
@@ -85,12 +86,15 @@ PyObject* AllocateByTorchEmpty(const TensorRef& like, DtypeIndex dtype,
     PyTuple_SET_ITEM(size, d, PyLong_FromLongLong(shape[d]));
   }
   // torch.empty(size, dtype=..., device=...) by vectorcall: no kwargs dict,
-  // and a CPU tensor's device is the cached torch.device("cpu") rather than
-  // a new one from its attribute (the default device may be another, so it
-  // is always passed).
-  PyObject* device = like.view.device.device_type == TF_DEVICE_CPU
-                         ? (Py_INCREF(g_cpu), g_cpu)
-                         : PyObject_GetAttrString(like.object, "device");
+  // and a CPU tensor's device is the cached torch.device("cpu") (the default
+  // device may be another, so it is always passed). The device is the one
+  // the bridge read from torch, never `like`'s attribute, which a subclass's
+  // __torch_function__ would answer.
+  PyObject* device =
+      like.view.device.device_type == TF_DEVICE_CPU
+          ? (Py_INCREF(g_cpu), g_cpu)
+          : PyObject_CallFunction(g_device_type, "si", "cuda",
+                                  static_cast<int>(like.view.device.device_id));
   PyObject* out = nullptr;
   if (device != nullptr) {
     PyObject* args[] = {nullptr, size, g_dtype_objects[dtype], device};
@@ -108,10 +112,9 @@ bool InitOutAlloc(PyObject* torch_module, const TorchLibrary& lib) {
   g_lib = &lib;
   g_empty = PyObject_GetAttrString(torch_module, "empty");
   if (g_empty == nullptr) return false;
-  PyObject* device_type = PyObject_GetAttrString(torch_module, "device");
-  g_cpu =
-      device_type ? PyObject_CallFunction(device_type, "s", "cpu") : nullptr;
-  Py_XDECREF(device_type);
+  g_device_type = PyObject_GetAttrString(torch_module, "device");
+  g_cpu = g_device_type ? PyObject_CallFunction(g_device_type, "s", "cpu")
+                        : nullptr;
   g_kwnames = g_cpu ? Py_BuildValue("(ss)", "dtype", "device") : nullptr;
   if (g_kwnames == nullptr) return false;
   for (int i = 0; i < kNumDtypes; ++i) {

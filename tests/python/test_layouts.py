@@ -186,8 +186,8 @@ def test_detached_views_of_grad_tensors(path):
 
 
 def test_grad_check_reads_each_tensors_autograd_state():
-    # The check skips tensors with no autograd metadata without asking
-    # Python; every tensor that has some is still asked.
+    # The check settles a tensor with no autograd metadata with one load;
+    # every tensor that has some is asked of torch's TensorImpl.
     x = make((4,))
     leaf = make((4,)).requires_grad_()
     cases = {
