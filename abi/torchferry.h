@@ -312,7 +312,8 @@ typedef struct tf_plugin {
 /* since 1.1: the size each growing struct had in a minor version, the end
    of its last field then. A reader compares struct_size with these, never
    with the sizeof() it was compiled with (that grows with every minor). A
-   minor that appends to a struct adds its TF_*_V1_N_SIZE here. */
+   minor that appends to a struct adds its TF_*_V1_N_SIZE here, dated on its
+   own line with a trailing since 1.N. */
 #define TF_PLUGIN_V1_0_SIZE (offsetof(tf_plugin, num_kernels) + sizeof(size_t))
 #define TF_PLUGIN_V1_1_SIZE (offsetof(tf_plugin, num_ops) + sizeof(size_t))
 #define TF_KERNEL_V1_0_SIZE (offsetof(tf_kernel, kernel_data) + sizeof(void*))
