@@ -16,6 +16,12 @@
  *    version of that struct.
  *  - A minor version only appends fields, statuses, codes and host services.
  *    A major version breaks; the host refuses plugins of another major.
+ *  - Everything carries the minor that brought it: what has no date is 1.0;
+ *    a `since 1.N` on a declaration's line dates it, one that starts the
+ *    comment right above a declaration dates it and those after it up to
+ *    the next blank line, and a `--- since 1.N ---` line inside a struct
+ *    dates every field after it. abi/ABI.md's history is generated
+ *    from these dates, and tests/abi holds each released minor's header.
  *  - Pointers are borrowed for the duration of the call they arrive in unless
  *    a comment says otherwise. A comment that starts with `out` marks what
  *    the callee writes.
@@ -37,7 +43,7 @@ extern "C" {
  * ------------------------------------------------------------------------- */
 
 #define TF_ABI_VERSION_MAJOR 1
-#define TF_ABI_VERSION_MINOR 1
+#define TF_ABI_VERSION_MINOR 2
 
 /* The one symbol a plugin exports; its type is tf_plugin_entry_fn. */
 #define TF_PLUGIN_ENTRY_SYMBOL "torchferry_plugin_entry"
@@ -59,8 +65,8 @@ typedef int32_t tf_status;
 #define TF_ERROR_OUT_OF_MEMORY 3
 #define TF_ERROR_DEVICE 4   /* the device or its driver reported a failure */
 #define TF_ERROR_INTERNAL 5 /* a bug: the plugin's own invariant broke */
-/* An index in the data (an embedding id) is outside its range. A host that
-   predates it reports it as any other failure. */
+/* since 1.2: an index in the data (an embedding id) is outside its range. A
+   host that predates it reports it as any other failure. */
 #define TF_ERROR_OUT_OF_RANGE 6
 
 /* ---------------------------------------------------------------------------
@@ -80,7 +86,11 @@ typedef struct tf_device {
   int32_t device_id;   /* ordinal of the device, 0 for the CPU */
 } tf_device;
 
-/* Type codes use DLPack's DLDataTypeCode values. */
+/* Type codes use DLPack's DLDataTypeCode values. A kernel is keyed by one of
+   these (code, bits) pairs, with lanes 1:
+     dtype float32, float64, float16 (TF_DTYPE_FLOAT), bfloat16: since 1.0
+     dtype int8, int16, int32, int64, uint8, bool: since 1.0
+     dtype uint16, uint32, uint64: since 1.2 */
 #define TF_DTYPE_INT 0
 #define TF_DTYPE_UINT 1
 #define TF_DTYPE_FLOAT 2
@@ -176,23 +186,24 @@ typedef struct tf_call {
 typedef tf_status (*tf_kernel_fn)(const tf_call* call);
 
 /* ---------------------------------------------------------------------------
- * Ops a plugin declares (ABI 1.1). Besides the built-in ops (ABI.md), a
+ * Ops a plugin declares (since 1.1). Besides the built-in ops (ABI.md), a
  * plugin may bring ops of its own: each is declared once, with a schema, and
  * then served by the plugin's kernels like any other op.
  * ------------------------------------------------------------------------- */
 
-/* The most dimensions of any tensor a kernel sees, and of an output a declared
-   op's infer gives: the host refuses a deeper tensor before any other check. */
+/* since 1.1: the most dimensions of any tensor a kernel sees, and of an
+   output a declared op's infer gives: the host refuses a deeper tensor before
+   any other check. */
 #define TF_MAX_NDIM 64
 
-/* What an output will be: filled by tf_op_decl.infer. */
+/* since 1.1: what an output will be, filled by tf_op_decl.infer. */
 typedef struct tf_tensor_spec {
   tf_dtype dtype;             /* out */
   int32_t ndim;               /* out: 0 .. TF_MAX_NDIM */
   int64_t shape[TF_MAX_NDIM]; /* out: ndim sizes, each >= 0 */
 } tf_tensor_spec;
 
-/* Gives each return's dtype and shape from the call's inputs and attrs (as a
+/* since 1.1: gives each return's dtype and shape from the call's inputs and attrs (as a
    kernel would see them; `outputs` and `stream` are NULL and tensor data must
    not be read: under torch.compile the tensors have no data). Fills
    specs[0 .. num_specs), one per return in the schema's order (an argument
@@ -205,6 +216,7 @@ typedef struct tf_tensor_spec {
 typedef tf_status (*tf_infer_fn)(const tf_call* call, tf_tensor_spec* specs,
                                  int32_t num_specs);
 
+/* since 1.1 */
 typedef struct tf_op_decl {
   size_t struct_size;
   /* "namespace::name", each part [a-z_][a-z0-9_]*, 1 to 63 characters, not
@@ -238,9 +250,11 @@ struct tf_host_api {
      `status` so a kernel can `return host->set_error(sink, status, msg);`. */
   tf_status (*set_error)(void* error_sink, tf_status status,
                          const char* message); /* out: error_sink */
-  /* Answers a question about the running host, or NULL for an unknown key.
-     Keys in v1: "host.version", "torch.version" (e.g. "2.14.1", NULL before
-     torch is found). The string lives until the process ends. */
+  /* Answers a question about the running host, or NULL for an unknown key
+     (a key newer than the host). The string lives until the process ends.
+       key "host.version": since 1.0
+       key "torch.version": since 1.0 (e.g. "2.14.1", NULL before torch is
+         found) */
   const char* (*query)(const char* key);
 };
 
@@ -287,7 +301,7 @@ typedef struct tf_plugin {
      sizeof(tf_kernel), which is also the array's stride. */
   const tf_kernel* kernels;
   size_t num_kernels;
-  /* --- ABI 1.1 --- */
+  /* --- since 1.1 --- */
   /* An array of num_ops declarations, each with struct_size set to the same
      sizeof(tf_op_decl), which is also the array's stride. Kernels name a
      declared op by its full name ("acme::fused_gelu"). NULL when none. */
@@ -295,9 +309,11 @@ typedef struct tf_plugin {
   size_t num_ops;
 } tf_plugin;
 
-/* The size each growing struct had in a minor version: the end of its last
-   field then. A reader compares struct_size with these, never with the
-   sizeof() it was compiled with (that grows with every minor). */
+/* since 1.1: the size each growing struct had in a minor version, the end
+   of its last field then. A reader compares struct_size with these, never
+   with the sizeof() it was compiled with (that grows with every minor). A
+   minor that appends to a struct adds its TF_*_V1_N_SIZE here, dated on its
+   own line with a trailing since 1.N. */
 #define TF_PLUGIN_V1_0_SIZE (offsetof(tf_plugin, num_kernels) + sizeof(size_t))
 #define TF_PLUGIN_V1_1_SIZE (offsetof(tf_plugin, num_ops) + sizeof(size_t))
 #define TF_KERNEL_V1_0_SIZE (offsetof(tf_kernel, kernel_data) + sizeof(void*))

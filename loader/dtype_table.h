@@ -35,6 +35,9 @@ struct DtypeInfo {
   int32_t torch_code;
   int32_t itemsize;
   bool is_float;
+  // The ABI minor from which a kernel may be keyed by it (1.x): a host of an
+  // older minor does not know it.
+  uint32_t minor = 0;
 };
 
 namespace dtype_tables {
@@ -52,9 +55,9 @@ inline constexpr DtypeInfo kDtypes[kNumDtypes] = {
     {{TF_DTYPE_INT, 64, 1}, "int64", 4, 8, false},
     {{TF_DTYPE_UINT, 8, 1}, "uint8", 0, 1, false},
     {{TF_DTYPE_BOOL, 8, 1}, "bool", 11, 1, false},
-    {{TF_DTYPE_UINT, 16, 1}, "uint16", 27, 2, false},
-    {{TF_DTYPE_UINT, 32, 1}, "uint32", 28, 4, false},
-    {{TF_DTYPE_UINT, 64, 1}, "uint64", 29, 8, false},
+    {{TF_DTYPE_UINT, 16, 1}, "uint16", 27, 2, false, 2},
+    {{TF_DTYPE_UINT, 32, 1}, "uint32", 28, 4, false, 2},
+    {{TF_DTYPE_UINT, 64, 1}, "uint64", 29, 8, false, 2},
 };
 
 }  // namespace dtype_tables
@@ -74,6 +77,11 @@ constexpr DtypeIndex DtypeFromDlpack(uint8_t code, uint8_t bits,
     }
   }
   return kNoDtype;
+}
+
+// Whether a host of ABI minor `host_minor` knows the dtype.
+constexpr bool DtypeKnownAtMinor(DtypeIndex index, uint32_t host_minor) {
+  return index != kNoDtype && Dtype(index).minor <= host_minor;
 }
 
 }  // namespace torchferry

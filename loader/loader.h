@@ -12,6 +12,7 @@
 
 #include "abi/torchferry.h"
 #include "loader/op_schema.h"
+#include "loader/validate.h"
 
 namespace torchferry {
 
@@ -109,6 +110,8 @@ struct Plugin {
   tf_status (*set_option)(const char* key, const char* value,
                           void* error_sink);  // copied; NULL: no options
   std::vector<std::string> declared_ops;      // "namespace::name", ABI 1.1
+  // Kernels left out because this host's ABI minor lacks their op or dtype.
+  std::vector<SkippedKernel> skipped_kernels;
 };
 
 // An op a plugin declared (ABI 1.1). Several plugins may declare one name

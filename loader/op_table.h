@@ -7,7 +7,9 @@
 // by tests/python/test_op_table.py).
 //
 // Adding an op: append an entry (an op's index is part of the registry key,
-// so entries are never reordered or removed within ABI major 1), give it a
+// so entries are never reordered or removed within ABI major 1; the frozen
+// op lists of tests/abi/v1_*/ops.txt hold them there), date it with the
+// header's TF_ABI_VERSION_MINOR (`minor`), give it a
 // Geometry (a new one only when no existing rule shapes its output; core/
 // prepare.cc holds the hooks), write its kernels, and test it.
 #pragma once
@@ -112,6 +114,10 @@ struct OpEntry {
   Geometry geometry;
   std::string_view doc;       // one line: help(), schemas(), the stubs
   std::string_view contract;  // for ABI.md: what a kernel receives and does
+  // The ABI minor that introduced the op (1.x): a host of an older minor does
+  // not know it. Ops are appended in the order of their minors, and a new op
+  // takes the minor of the header it enters (TF_ABI_VERSION_MINOR).
+  uint32_t minor = 0;
 };
 
 inline constexpr OpEntry kOpTable[] = {
@@ -215,7 +221,8 @@ inline constexpr OpEntry kOpTable[] = {
      "dims). attrs: interleaved, `TF_ARG_BOOL`. out: x's shape; for each "
      "pair (a, b) = (i, i + h), or (2i, 2i + 1) when interleaved, out[a] = "
      "x[a] cos[i] - x[b] sin[i], out[b] = x[b] cos[i] + x[a] sin[i]; dims "
-     "from 2h on are x's. Compute in at least float32."},
+     "from 2h on are x's. Compute in at least float32.",
+     2},
     {"scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, "
      "Tensor? attn_mask=None, *, bool is_causal=False, float? scale=None, "
      "bool enable_gqa=False, bool lower_right=False) -> Tensor",
@@ -233,7 +240,8 @@ inline constexpr OpEntry kOpTable[] = {
      "no key is 0, as in torch (2.5 and later); a NaN scale with E and S "
      "above 0 makes every element of out NaN, masked rows too, as in torch. "
      "Accumulate in float32 within a block of at most 256 keys; the running "
-     "sum of weights and the output carry across blocks in float64."},
+     "sum of weights and the output carry across blocks in float64.",
+     2},
     // --- linear (core/prepare/prepare_linear.cc) ---
     {"linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
      dtype_sets::kFloat, AliasRule::kNone, Geometry::kLinear,
@@ -245,7 +253,8 @@ inline constexpr OpEntry kOpTable[] = {
      "and out [..., N] as [B, M, ...] (every leading dim in M when their "
      "strides nest, else the last in M and the others in B when those nest, "
      "else the last two as B and M and the host repeats the call over the "
-     "others). out = x @ w + bias; x @ w accumulated as matmul's."},
+     "others). out = x @ w + bias; x @ w accumulated as matmul's.",
+     2},
     // embedding and cat.
     {"embedding(Tensor input, Tensor weight) -> Tensor", dtype_sets::kAll,
      AliasRule::kNone, Geometry::kEmbedding,
@@ -254,13 +263,15 @@ inline constexpr OpEntry kOpTable[] = {
      "out: ids' shape + [dim], the table's dtype; keyed by the table's "
      "dtype. out[i..., :] = table[ids[i...], :]. The kernel checks every id: "
      "one outside [0, num) is `TF_ERROR_OUT_OF_RANGE` naming the id, its "
-     "index and num, and no row outside the table is read."},
+     "index and num, and no row outside the table is read.",
+     2},
     {"cat(Tensor[] tensors, int dim=0) -> Tensor", dtype_sets::kAll,
      AliasRule::kNone, Geometry::kCat, "tensors joined along an existing dim",
      "inputs: xs, `TF_ARG_TENSOR_LIST`, count >= 1, one dtype and ndim >= 1, "
      "shapes equal except at dim (the host drops torch's legacy 1-D empty "
      "tensors beside tensors of another ndim). attrs: dim, `TF_ARG_INT` in "
-     "[0, ndim). out: the shape with the sizes at dim summed."},
+     "[0, ndim). out: the shape with the sizes at dim summed.",
+     2},
     {"add_rms_norm(Tensor input, Tensor(a!) residual, Tensor weight, *, "
      "float eps=1e-06) -> Tensor",
      dtype_sets::kFloat, AliasRule::kNone, Geometry::kAddRowNorm,
@@ -272,10 +283,30 @@ inline constexpr OpEntry kOpTable[] = {
      "dtype; residual is read and written. residual = residual + x (rounded "
      "to the dtype, as add), then out = rms_norm of the new residual, as "
      "rms_norm computes it (its accumulation included). No two of x, weight, "
-     "residual and out overlap."},
+     "residual and out overlap.",
+     2},
 };
 
 inline constexpr size_t kNumOps = std::size(kOpTable);
+
+// Ops enter in the order of their minors and never beyond the header's, so
+// that the ops of minor m are exactly a prefix of the table.
+constexpr bool OpMinorsAscend() {
+  for (size_t i = 0; i < kNumOps; ++i) {
+    if (kOpTable[i].minor > TF_ABI_VERSION_MINOR) return false;
+    if (i > 0 && kOpTable[i].minor < kOpTable[i - 1].minor) return false;
+  }
+  return true;
+}
+static_assert(OpMinorsAscend(),
+              "kOpTable: an op's minor is below an earlier op's or above "
+              "TF_ABI_VERSION_MINOR; date a new op with the header's minor");
+
+// Whether a host of ABI minor `host_minor` knows built-in op `index`.
+constexpr bool OpKnownAtMinor(int index, uint32_t host_minor) {
+  return index >= 0 && static_cast<size_t>(index) < kNumOps &&
+         kOpTable[index].minor <= host_minor;
+}
 
 // An op's index in kOpTable. A strong type: the registry, core's caches and
 // the Python functions all key on it.

@@ -193,6 +193,7 @@ const Plugin* Registry::Impl::LoadFileOrSkip(const std::string& path) {
   plugin->dl_handle = opened.dl_handle;
   plugin->descriptor = opened.descriptor;
   plugin->set_option = v.set_option;
+  plugin->skipped_kernels = v.skipped_kernels;
   for (const ValidatedKernel& k : v.kernels) {
     plugin->kernels.push_back({KernelOpName(v, k), k.device_type, k.dtype});
   }

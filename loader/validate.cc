@@ -222,7 +222,10 @@ class Validator {
   // ABI 1.1 declarations. Kernels are checked after, so that they may name
   // the ops declared here.
   bool CheckOps(const tf_plugin* p) {
-    if (p->abi_version_minor < 1 || p->num_ops == 0) return true;
+    // A 1.0 host reads no declarations: its tf_plugin ends before them.
+    if (p->abi_version_minor < 1 || host_minor_ < 1 || p->num_ops == 0) {
+      return true;
+    }
     const size_t count = p->num_ops;
     if (p->ops == nullptr) {
       return Fail(
@@ -445,6 +448,26 @@ class Validator {
     return true;
   }
 
+  // Leaves out a kernel of a newer plugin for something this host's minor
+  // lacks, with a note naming it and both versions. `since` is the minor
+  // that brought it when today's tables know it, else -1.
+  bool SkipNewer(const std::string& where, const std::string& kernel,
+                 std::string_view what, const std::string& name,
+                 int64_t since) {
+    const std::string came =
+        since < 0 ? std::string()
+                  : fmt::format("; {} came in ABI {}.{}",
+                                what == "declared op" ? "declared ops" : "it",
+                                host_major_, since);
+    std::string reason = fmt::format(
+        "{} {} is unknown to this host (ABI {}.{}, plugin {}.{}{})", what, name,
+        host_major_, host_minor_, result_.abi_major, result_.abi_minor, came);
+    result_.notes.push_back(
+        fmt::format("{}: {}; kernel skipped", where, reason));
+    result_.skipped_kernels.push_back({kernel, std::move(reason)});
+    return true;
+  }
+
   template <typename Seen>
   bool CheckKernel(size_t i, const tf_kernel* k, size_t stride, Seen* seen) {
     if (k->struct_size != stride) {
@@ -465,6 +488,8 @@ class Validator {
     const std::string where = fmt::format(
         "plugin '{}': kernels[{}] ({}, {}, {})", result_.name, i, Quoted(*op),
         DeviceName(k->device_type), DtypeName(k->dtype));
+    const std::string kernel = fmt::format(
+        "{} ({}, {})", *op, DeviceName(k->device_type), DtypeName(k->dtype));
     if (k->fn == nullptr) {
       return Fail("{}: fn is NULL; expected a kernel function", where);
     }
@@ -476,12 +501,22 @@ class Validator {
           where, k->device_type, TF_DEVICE_CPU, TF_DEVICE_CUDA,
           TF_DEVICE_CUDA_HOST, TF_DEVICE_ROCM);
     }
-    if (!IsKnownDtype(k->dtype)) {
+    const DtypeIndex dtype_index =
+        DtypeFromDlpack(k->dtype.code, k->dtype.bits, k->dtype.lanes);
+    if (!DtypeKnownAtMinor(dtype_index, host_minor_)) {
+      // A newer minor may add dtypes; the plugin's other kernels still serve.
+      if (k->dtype.lanes == 1 && result_.abi_minor > host_minor_) {
+        return SkipNewer(where, kernel, "dtype", DtypeName(k->dtype),
+                         dtype_index == kNoDtype
+                             ? -1
+                             : static_cast<int64_t>(Dtype(dtype_index).minor));
+      }
       return Fail(
           "{}: unknown dtype (code {}, bits {}, lanes {}); expected "
-          "one of float16/32/64, bfloat16, int8/16/32/64, uint8/16/32/64, bool "
-          "with lanes 1",
-          where, k->dtype.code, k->dtype.bits, k->dtype.lanes);
+          "one of the dtypes of ABI {}.{} (float16/32/64, bfloat16, "
+          "int8/16/32/64, uint8, bool{}) with lanes 1",
+          where, k->dtype.code, k->dtype.bits, k->dtype.lanes, host_major_,
+          host_minor_, host_minor_ >= 2 ? ", uint16/32/64" : "");
     }
     const int op_index = OpIndex(*op);
     int declared = -1;
@@ -489,22 +524,32 @@ class Validator {
       if (d.schema.qualified_name() == *op)
         declared = static_cast<int>(d.index);
     }
-    if (op_index < 0 && declared < 0 &&
-        op->find("::") != std::string_view::npos) {
-      return Fail(
-          "{}: op {} is not declared by this plugin; expected a kernel for "
-          "a built-in op or for one of the plugin's tf_plugin.ops",
-          where, Quoted(*op));
-    }
-    if (op_index < 0 && declared < 0) {
+    if (declared < 0 && !OpKnownAtMinor(op_index, host_minor_)) {
+      // A newer minor may add ops (declared ops came in 1.1); the plugin's
+      // other kernels still serve. A plugin of this host's minor or older
+      // that names an op the host lacks has a typo.
       if (result_.abi_minor > host_minor_) {
-        // A newer minor may add ops; the plugin's other kernels still serve.
-        result_.notes.push_back(fmt::format(
-            "{}: op {} is unknown to this host (ABI {}.{}, plugin {}.{}); "
-            "kernel skipped",
-            where, Quoted(*op), host_major_, host_minor_, result_.abi_major,
-            result_.abi_minor));
-        return true;
+        const bool namespaced = op->find("::") != std::string_view::npos;
+        return SkipNewer(
+            where, kernel, namespaced ? "declared op" : "op", Quoted(*op),
+            namespaced      ? 1
+            : op_index >= 0 ? static_cast<int64_t>(kOpTable[op_index].minor)
+                            : -1);
+      }
+      if (op->find("::") != std::string_view::npos) {
+        return Fail(
+            "{}: op {} is not declared by this plugin; expected a kernel for "
+            "a built-in op or for one of the plugin's tf_plugin.ops",
+            where, Quoted(*op));
+      }
+      if (op_index >= 0) {
+        return Fail(
+            "{}: op {} came in ABI {}.{}, after this host's {}.{} and the "
+            "plugin's {}.{}; expected one of the ABI {}.{} ops listed in "
+            "abi/ABI.md, or a plugin that says {}.{}",
+            where, Quoted(*op), host_major_, kOpTable[op_index].minor,
+            host_major_, host_minor_, result_.abi_major, result_.abi_minor,
+            host_major_, host_minor_, host_major_, kOpTable[op_index].minor);
       }
       return Fail(
           "{}: unknown op {}; expected one of the ABI {}.{} ops "

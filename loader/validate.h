@@ -31,6 +31,12 @@ inline constexpr size_t kMaxNameLength = 63;
 inline constexpr size_t kMaxDeclaredOps = 256;
 inline constexpr size_t kMaxDocLength = 1023;
 
+// A kernel left out because the host's ABI minor lacks its op or dtype.
+struct SkippedKernel {
+  std::string kernel;  // "embedding (cpu, float32)"
+  std::string reason;  // "op 'embedding' is unknown to this host (ABI 1.1, ..."
+};
+
 // What the host keeps of one kernel: copied out of the descriptor when it
 // is validated, so that nothing the plugin writes there later (ABI.md says
 // it must not) reaches a call.
@@ -70,9 +76,12 @@ struct ValidationResult {
   std::vector<ValidatedKernel> kernels;
   // The ops it declares, in the descriptor's order.
   std::vector<ValidatedOp> ops;
-  // Kernels left out without rejecting the plugin (an op this host does not
-  // know yet, from a plugin of a newer minor): one line each, for the log.
+  // Kernels left out without rejecting the plugin (an op or dtype this host
+  // does not know yet, from a plugin of a newer minor): one line each, for
+  // the log.
   std::vector<std::string> notes;
+  // The same kernels, for `info`.
+  std::vector<SkippedKernel> skipped_kernels;
 };
 
 // The op a validated kernel serves: a built-in op's name or a declared op's

@@ -1,6 +1,7 @@
 # find_package(torchferry) for a plugin build. A plugin links nothing of
-# torchferry's: the target carries the header's folder and hidden visibility
-# (a plugin exports its entry symbol alone, marked TF_PLUGIN_EXPORT).
+# torchferry's: the target carries the header's folder, hidden visibility and
+# a version script (share/torchferry/plugin.map), so that a plugin exports its
+# entry symbol alone, marked TF_PLUGIN_EXPORT, and nothing of the C++ runtime.
 #
 #   find_package(torchferry REQUIRED)   # -Dtorchferry_DIR=$(python -m torchferry config --cmake-dir)
 #   add_library(torchferry_mine MODULE mine.cc)
@@ -23,6 +24,7 @@ if(NOT TARGET torchferry::plugin)
   add_library(torchferry::plugin INTERFACE IMPORTED)
   set_target_properties(torchferry::plugin PROPERTIES
     INTERFACE_INCLUDE_DIRECTORIES "${torchferry_INCLUDE_DIR}"
-    INTERFACE_COMPILE_OPTIONS "-fvisibility=hidden;$<$<COMPILE_LANGUAGE:CXX>:-fvisibility-inlines-hidden>")
+    INTERFACE_COMPILE_OPTIONS "-fvisibility=hidden;$<$<COMPILE_LANGUAGE:CXX>:-fvisibility-inlines-hidden>"
+    INTERFACE_LINK_OPTIONS "-Wl,--version-script=${_torchferry_prefix}/share/torchferry/plugin.map")
 endif()
 unset(_torchferry_prefix)

@@ -408,7 +408,12 @@ PyObject* Plugins(PyObject*, PyObject*) {
            Put(d, "abi",
                NewText(fmt::format("{}.{}", p->abi_major, p->abi_minor))) &&
            Put(d, "kernels", KernelList(p->kernels)) &&
-           Put(d, "declared_ops", TextList(p->declared_ops));
+           Put(d, "declared_ops", TextList(p->declared_ops)) &&
+           Put(d, "skipped_kernels",
+               DictList(p->skipped_kernels, [](PyObject* k, const auto& s) {
+                 return Put(k, "kernel", NewText(s.kernel)) &&
+                        Put(k, "reason", NewText(s.reason));
+               }));
   });
 }
 
@@ -603,8 +608,12 @@ extern "C" __attribute__((visibility("default"))) PyObject* PyInit__C() {
     Py_DECREF(module);
     return nullptr;
   }
-  // The rank limit, for Python to read rather than restate.
-  if (PyModule_AddIntConstant(module, "MAX_NDIM", TF_MAX_NDIM) != 0) {
+  // The rank limit and the host's ABI version, for Python to read rather
+  // than restate.
+  const std::string abi =
+      fmt::format("{}.{}", TF_ABI_VERSION_MAJOR, TF_ABI_VERSION_MINOR);
+  if (PyModule_AddIntConstant(module, "MAX_NDIM", TF_MAX_NDIM) != 0 ||
+      PyModule_AddStringConstant(module, "ABI_VERSION", abi.c_str()) != 0) {
     Py_DECREF(module);
     return nullptr;
   }

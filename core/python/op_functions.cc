@@ -353,9 +353,13 @@ PyObject* SchemasList() {
   for (const OpFunction& fn : Functions()) {
     const OpEntry& e = *fn.entry;
     const std::string doc(e.doc), contract(e.contract);
+    // The ABI minor that brought a built-in op ("1.2"); a declared op has
+    // none: it is the plugin's.
+    const std::string since =
+        fmt::format("{}.{}", TF_ABI_VERSION_MAJOR, e.minor);
     PyObject* item = Py_BuildValue(
-        "{s:s,s:s,s:s,s:N,s:n,s:s,s:N,s:s,s:s,s:N}", "name", fn.name.c_str(),
-        "schema", fn.schema.ToString().c_str(), "signature",
+        "{s:s,s:s,s:s,s:N,s:n,s:s,s:N,s:s,s:s,s:N,s:N}", "name",
+        fn.name.c_str(), "schema", fn.schema.ToString().c_str(), "signature",
         PythonSignature(fn, /*self_marker=*/false).c_str(), "args",
         ArgsList(fn), "returns",
         static_cast<Py_ssize_t>(fn.schema.returns.size()), "doc", doc.c_str(),
@@ -363,7 +367,10 @@ PyObject* SchemasList() {
         e.alias == AliasRule::kExact ? "exact" : "none", "contract",
         contract.c_str(), "declared_by",
         fn.declared_by.empty() ? (Py_INCREF(Py_None), Py_None)
-                               : PyUnicode_FromString(fn.declared_by.c_str()));
+                               : PyUnicode_FromString(fn.declared_by.c_str()),
+        "since",
+        fn.declared_by.empty() ? PyUnicode_FromString(since.c_str())
+                               : (Py_INCREF(Py_None), Py_None));
     if (!AppendItem(list, item)) return nullptr;
   }
   return list;

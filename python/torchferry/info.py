@@ -41,6 +41,7 @@ def collect():
             "built_dir": torchferry.BUILT_PLUGIN_DIR,
             "built_dir_searched": torchferry._BUILT_PLUGIN_DIR_GIVEN and not _C._secure_execution(),
         },
+        "abi": _C.ABI_VERSION,
         "load_seconds": _C._load_seconds(),
         "plugins": plugins.loaded(),
         "declared_ops": [
@@ -134,7 +135,7 @@ def render(data, verbose=False):
     lines += [
         f"torch.compile: {data['compile']}",
         "",
-        f"plugins (loaded in {data['load_seconds'] * 1e3:.2f} ms; search: "
+        f"plugins (host ABI {data['abi']}; loaded in {data['load_seconds'] * 1e3:.2f} ms; search: "
         f"{_search_setting(data['plugin_search'], 'TORCHFERRY_PLUGIN_PATH')}, "
         f"then entry points ({_entry_point_summary(data['plugin_search']['entry_points'])}), "
         f"then {data['plugin_search']['package_dir']}"
@@ -149,11 +150,12 @@ def render(data, verbose=False):
     for p in data["plugins"]:
         lines.append(
             f"  {p['name']} {p['version']} ({p['kind']}, ABI {p['abi']}, "
-            f"{len(p['kernels'])} kernels) {p['path']}"
+            f"{len(p['kernels'])} kernels) {p['path']}{_version_skips(p, data['abi'])}"
         )
         if p["declared_ops"]:
             lines.append(f"    declares: {', '.join(p['declared_ops'])}")
         if verbose:
+            lines.extend(f"    skipped {s['kernel']}: {s['reason']}" for s in p["skipped_kernels"])
             lines.extend("    " + line for line in _kernel_summary(p["kernels"]))
     lines.append(f"skipped plugins: {len(data['skipped']) or 'none'}")
     for s in data["skipped"]:
@@ -173,6 +175,19 @@ def render(data, verbose=False):
         lines.append("")
         lines.append("(`python -m torchferry info --verbose`: the bridge's calibration, every kernel and every shadowed one)")
     return "\n".join(lines)
+
+
+def _version_skips(plugin, host_abi):
+    """'; 2 kernels skipped, newer than this host's ABI 1.1: embedding
+    (cpu, float32), ...': a newer plugin's kernels this host's minor lacks."""
+    skipped = plugin["skipped_kernels"]
+    if not skipped:
+        return ""
+    kernels = ", ".join(s["kernel"] for s in skipped)
+    return (
+        f"; {len(skipped)} kernel{'s' if len(skipped) > 1 else ''} skipped, newer than this host's "
+        f"ABI {host_abi}: {kernels} (--verbose: why)"
+    )
 
 
 def _cost_line(costs):

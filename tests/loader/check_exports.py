@@ -13,7 +13,7 @@ ENTRY = "torchferry_plugin_entry"
 # Plugins that must export nothing at all (they test the missing entry).
 NO_ENTRY = {"torchferry_noentry.so"}
 # Plugins that must be found, so an empty search cannot pass.
-REQUIRED = {"torchferry_example_c.so", "torchferry_good.so"}
+REQUIRED = {"torchferry_example_c.so", "torchferry_good.so", "torchferry_compat_current.so"}
 
 
 def is_elf(path):

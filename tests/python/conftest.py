@@ -212,6 +212,17 @@ def no_handle_leak():
         assert d["shim_handles_created"] == d["shim_handles_deleted"], d
 
 
+# --- plugin files ---------------------------------------------------------------
+
+
+def exported_symbols(path):
+    """Every symbol the shared object at `path` defines in its dynamic symbol
+    table (functions, data, weak and unique symbols alike): what another
+    library loaded into the process could bind to or clash with."""
+    nm = subprocess.run(["nm", "-D", "--defined-only", str(path)], capture_output=True, text=True, check=True)
+    return sorted(line.split()[-1] for line in nm.stdout.splitlines() if line.strip())
+
+
 # --- subprocesses --------------------------------------------------------------
 
 

@@ -33,7 +33,7 @@ VARIANTS = {
     6: ("dbad_null_schema", "schema is NULL"),
     7: ("dbad_duplicate", "ops[1] ('dbad::f'): declared twice (also ops[0])"),
     8: ("dbad_small_decl", "ops[0].struct_size is 24; expected at least ABI 1.1's 40"),
-    9: ("dbad_plugin_v1_0_size", "but the plugin says ABI 1.1, whose tf_plugin is at least"),
+    9: ("dbad_plugin_v1_0_size", "is 72 but the plugin says ABI 1.2, whose tf_plugin is at least 88 bytes"),
     10: ("dbad_null_ops", "has num_ops = 2 but ops is NULL"),
     11: ("dbad_undeclared_kernel", "op 'dbad::g' is not declared by this plugin"),
     12: ("dbad_first_not_tensor", "the first argument must be a Tensor"),
@@ -143,7 +143,7 @@ def test_declared_ops_are_listed():
     assert "example" in ops.__all__
     example = next(p for p in plugins.loaded() if p["name"] == "example_c")
     assert example["declared_ops"] == ["example::axpby"]
-    assert example["abi"] == "1.1"
+    assert example["abi"] == torchferry._C.ABI_VERSION
 
 
 # --- plugins built here, in a fresh interpreter -------------------------------

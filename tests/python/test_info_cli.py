@@ -69,7 +69,7 @@ def test_json_names_this_torch_and_the_bridge_path(cli_json):
 def test_json_lists_the_cpu_plugin_with_its_kernels(cli_json):
     loaded = by_name(cli_json["plugins"])
     cpu = loaded["cpu"]
-    assert cpu["kind"] == "native" and cpu["abi"] == "1.1"
+    assert cpu["kind"] == "native" and cpu["abi"] == torchferry._C.ABI_VERSION == "1.2"
     assert cpu["path"] == os.path.join(torchferry.PLUGIN_DIR, "torchferry_cpu.so")
     kernels = {tuple(k) for k in cpu["kernels"]}
     assert {op for op, _, _ in kernels} == V1_OPS
@@ -119,7 +119,8 @@ def test_text_says_the_same(cli_text, cli_json):
     assert "offset calibration: ok" in cli_text
     cpu_version = by_name(cli_json["plugins"])["cpu"]["version"]
     assert cpu_version.startswith("0.1.0 (") and cpu_version.endswith(" kernels)")  # the tier
-    assert f"cpu {cpu_version} (native, ABI 1.1" in cli_text
+    assert f"cpu {cpu_version} (native, ABI {torchferry._C.ABI_VERSION}" in cli_text
+    assert f"plugins (host ABI {torchferry._C.ABI_VERSION}; loaded in" in cli_text
     for op in ("abs", "matmul", "cast"):
         dtypes = [dt for o, dev, dt in by_name(cli_json["plugins"])["cpu"]["kernels"] if o == op]
         assert f"{op} [cpu]: {' '.join(dtypes)}" in cli_text

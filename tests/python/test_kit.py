@@ -19,7 +19,7 @@ import sysconfig
 import pytest
 
 import torchferry
-from conftest import HERE, clean_env
+from conftest import HERE, clean_env, exported_symbols
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TEMPLATE = os.path.join(ROOT, "templates", "vendor_plugin")
@@ -84,6 +84,8 @@ print("REPORT" + json.dumps({"loaded": {p["name"]: p["path"] for p in plugins.lo
     (entry,) = report["entry_points"]
     assert entry["name"] == "vendor_plugin" and entry["distribution"] == "torchferry-vendor-plugin 0.1.0"
     assert report["add"] == "vendor_plugin"  # its add is searched before the package's
+    # The wheel's plugin, built by meson through pkg-config: its entry alone.
+    assert exported_symbols(report["loaded"]["vendor_plugin"]) == ["torchferry_plugin_entry"]
 
 
 def test_check_passes_on_the_installed_plugin(fresh_venv):

@@ -13,7 +13,7 @@ import pytest
 
 import torchferry
 from torchferry import config
-from conftest import HERE, clean_env
+from conftest import HERE, clean_env, exported_symbols
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 EXAMPLE_C = os.path.join(ROOT, "plugins", "example_c", "example_c.c")
@@ -36,6 +36,8 @@ def test_the_package_carries_the_sdk():
     ) as g:
         assert f.read() == g.read()
     assert os.path.isfile(config.abi_doc())
+    with open(os.path.join(os.path.dirname(config.abi_doc()), "plugin.map")) as f:
+        assert "global: torchferry_plugin_entry;" in f.read()
     assert os.path.isfile(os.path.join(config.pkgconfig_dir(), "torchferry.pc"))
     assert os.path.isfile(os.path.join(config.cmake_dir(), "torchferryConfig.cmake"))
     assert os.path.isfile(os.path.join(config.cmake_dir(), "torchferryConfigVersion.cmake"))
@@ -82,8 +84,7 @@ def test_cflags_build_a_plugin_out_of_tree(tmp_path):
                         "-lm"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     # Hidden visibility: the entry is the one dynamic symbol it defines.
-    nm = subprocess.run(["nm", "-D", "--defined-only", str(so)], capture_output=True, text=True, check=True)
-    assert [line.split()[-1] for line in nm.stdout.splitlines() if " T " in line] == ["torchferry_plugin_entry"]
+    assert exported_symbols(so) == ["torchferry_plugin_entry"]
     (loaded,) = load_alone(str(so), "example_c")
     assert loaded["path"] == str(so) and "example::axpby" in loaded["declared_ops"]
 
@@ -106,6 +107,14 @@ def test_cmake_find_package_builds_the_template_plugin(tmp_path):
         pytest.skip("cmake is not installed")
     src = tmp_path / "src"
     shutil.copytree(os.path.join(ROOT, "templates", "vendor_plugin"), src)
+    # A vendor's C++ instantiates std:: templates, whose weak symbols hidden
+    # visibility alone leaves exported.
+    with open(src / "src" / "vendor_plugin.cc", "a", encoding="utf-8") as f:
+        f.write("\n#include <map>\n#include <string>\n"
+                "std::map<std::string, int>& VendorRegistry() {\n"
+                "  static std::map<std::string, int> registry;\n"
+                "  registry[\"scale\"] += 1;\n"
+                "  return registry;\n}\n")
     build = tmp_path / "build"
     configure = subprocess.run(["cmake", "-S", str(src), "-B", str(build), "-G", "Ninja",
                                 f"-Dtorchferry_DIR={cli('--cmake-dir').strip()}"],
@@ -119,6 +128,9 @@ def test_cmake_find_package_builds_the_template_plugin(tmp_path):
     assert "-fvisibility=hidden" in compile_.stdout
     assert os.path.join(ROOT, "abi") not in compile_.stdout
     so = build / "torchferry_vendor_plugin.so"
+    # A C++ plugin exports its entry alone: nothing of the C++ runtime (a
+    # template instance of std::, a typeinfo) that another plugin could bind.
+    assert exported_symbols(so) == ["torchferry_plugin_entry"]
     (loaded,) = load_alone(str(so), "vendor_plugin")
     assert loaded["declared_ops"] == ["vendor_plugin::scale"]
 
