@@ -1,8 +1,8 @@
 // A Python number where an op takes a tensor (ops.mul(x, 0.5), ops.add(x, 1)):
 // the number becomes a 0-dim tensor of the other operand's dtype, held in the
 // call frame, which the op's broadcast then spreads with stride 0. Kernels see
-// what they always see, so plugins of any minor serve it. float16 and
-// bfloat16 are the exception below: their number travels in add's alpha.
+// what they always see, so plugins of any minor serve it. mul on float16 and
+// bfloat16 is the exception below: its number travels in add's alpha.
 //
 // torch's rule for the result's dtype: a Python number does not change the
 // dtype of a tensor of its category or a higher one (bool < int < float), so
@@ -56,8 +56,8 @@ bool WrappedInt(const char* op, const char* what, PyObject* value,
 bool CheckedFloat(const char* op, const char* what, PyObject* value,
                   DtypeIndex dtype, double* result);
 
-// The TypeError for a number of a higher category than `dtype` (bool < int
-// < float), where torch would promote the result.
+// Raises the TypeError for a number of a higher category than `dtype` (bool
+// < int < float), where torch would promote the result; true otherwise.
 bool CheckNumberKind(const char* op, const char* what, PyObject* number,
                      DtypeIndex dtype);
 
