@@ -139,15 +139,22 @@ inline constexpr OpEntry kOpTable[] = {
      "out = input + alpha * other, broadcasting; other may be a Python number",
      "inputs: x, y, broadcast to out's shape (same ndim, stride 0 on "
      "broadcast dims). attrs: alpha, `TF_ARG_FLOAT` for float dtypes, "
-     "`TF_ARG_INT` for int dtypes. out = x + alpha * y, alpha applied in "
-     "the compute type (float32 for float16 and bfloat16), not rounded to "
-     "the dtype: for those two the host passes a Python number operand in "
-     "alpha, y then a 0-dim 1 (add(x, n, alpha=a) as add(x, 1, alpha=a*n)) "
-     "or -0.0 (mul(x, n) as add(-0.0, x, alpha=n))."},
+     "`TF_ARG_INT` for int dtypes. out = x + alpha * y, computed in the "
+     "compute type (float32 for float16 and bfloat16) and rounded once. "
+     "Numbers, as torch applies them: a Python number `other` is a 0-dim y "
+     "of x's dtype, cast unchecked (an int wraps modulo 2**bits, a float "
+     "rounds: 70000.0 is inf in float16); alpha is checked into the dtype (a "
+     "value past its range is refused, a bool only for bool) and a float "
+     "alpha arrives rounded to the dtype. The host also runs mul(x, n) of a "
+     "float16 or bfloat16 x here, as add(-0.0, x, alpha=n) with n "
+     "unrounded."},
     {"mul(Tensor input, Tensor other) -> Tensor", dtype_sets::kAll,
      AliasRule::kExact, Geometry::kBroadcast,
      "out = input * other, broadcasting; other may be a Python number",
-     "inputs: x, y, broadcast as for add. out = x * y."},
+     "inputs: x, y, broadcast as for add. out = x * y. A Python number "
+     "`other` is a 0-dim y of x's dtype, cast unchecked as add's; on "
+     "float16 and bfloat16 torch keeps it in float32, so the host runs "
+     "add's kernel instead (see add)."},
     {"clamp(Tensor input, Tensor? min=None, Tensor? max=None) -> Tensor",
      dtype_sets::kNumbers | dtype_sets::kBool, AliasRule::kExact,
      Geometry::kClamp,
@@ -155,7 +162,12 @@ inline constexpr OpEntry kOpTable[] = {
      "inputs: x, min, max; each bound `TF_ARG_NONE`, `TF_ARG_TENSOR` (same "
      "dtype, broadcast to out's shape), `TF_ARG_FLOAT` (float dtypes) or "
      "`TF_ARG_INT` (int dtypes and bool, where nonzero is true); at least "
-     "one is present. out = min(max(x, min), max); NaN in x propagates."},
+     "one is present. out = min(max(x, min), max); NaN in x propagates. A "
+     "number bound is of x's category or a lower one (bool < int < float: "
+     "torch would promote clamp(bool, max=-3) to int64, the host refuses "
+     "it) and is checked into the dtype (int8 takes -128 to 127, uint8 "
+     "-255 to 255, float16 -65504 to 65504, inf and NaN pass); a float "
+     "arrives rounded to the dtype."},
     {"stack(Tensor[] tensors, int dim=0) -> Tensor", dtype_sets::kAll,
      AliasRule::kNone, Geometry::kStack, "tensors joined along a new dim",
      "inputs: xs, `TF_ARG_TENSOR_LIST`, count >= 1, one shape and dtype. "
@@ -177,10 +189,10 @@ inline constexpr OpEntry kOpTable[] = {
      "inputs: x, ndim >= 1; weight, 1-D of x's last dim, same dtype. attrs: "
      "eps, `TF_ARG_FLOAT`. out: x's shape. out = x / sqrt(mean(x^2 over the "
      "last dim) + eps) * weight; accumulate in at least float32, no "
-     "accumulator adding more than 256 "
-     "terms in sequence: partial sums (lanes, blocks, threads) meet in "
-     "float64, so that the error stays a blocked sum's at any length and "
-     "stride."},
+     "accumulator adding more than 256 terms in sequence: partial sums "
+     "(lanes, blocks, threads) meet in float64, so that the error stays a "
+     "blocked sum's at any length and stride. eps is any Python number, as "
+     "torch's, never rounded to the dtype (1e-8 on float16 is not 0)."},
     {"softmax(Tensor input, int dim=-1) -> Tensor", dtype_sets::kFloat,
      AliasRule::kNone, Geometry::kSoftmax,
      "exp(input) / sum(exp(input)) "
@@ -234,7 +246,8 @@ inline constexpr OpEntry kOpTable[] = {
      "mask (`TF_ARG_NONE`, or bool or q's dtype, [..., H, L, S]): one ndim "
      ">= 3, batch dims broadcast to out's (stride 0); H a multiple of Hkv, "
      "head h reads kv head h / (H / Hkv). attrs: causal, `TF_ARG_INT` (0: "
-     "none, 1: key j <= query i, 2: j <= i + S - L), scale, `TF_ARG_FLOAT` "
+     "none, 1: key j <= query i, 2: j <= i + S - L), scale, `TF_ARG_FLOAT`, "
+     "any Python number as torch's, never rounded to the dtype "
      "(the host passes 1 when E is 0: every score is then 0, unscaled, as in "
      "torch). out: [..., H, L, Ev]. A bool mask keeps True; a row that keeps "
      "no key is 0, as in torch (2.5 and later); a NaN scale with E and S "
@@ -282,8 +295,8 @@ inline constexpr OpEntry kOpTable[] = {
      "eps, `TF_ARG_FLOAT`. outputs: out, then residual, both x's shape and "
      "dtype; residual is read and written. residual = residual + x (rounded "
      "to the dtype, as add), then out = rms_norm of the new residual, as "
-     "rms_norm computes it (its accumulation included). No two of x, weight, "
-     "residual and out overlap.",
+     "rms_norm computes it (its accumulation and eps included). No two of "
+     "x, weight, residual and out overlap.",
      2},
 };
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 
@@ -31,6 +32,16 @@ uint16_t HalfBits(float value) {
   }
   const uint32_t rounded = abs + 0xfffu + ((abs >> 13) & 1u);
   return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
+}
+
+// The value of IEEE binary16 `h`.
+double HalfValue(uint16_t h) {
+  const int exponent = (h >> 10) & 0x1f;
+  const int mantissa = h & 0x3ff;
+  const double sign = (h & 0x8000u) != 0 ? -1.0 : 1.0;
+  if (exponent == 0x1f) return mantissa != 0 ? NAN : sign * INFINITY;
+  if (exponent == 0) return sign * std::ldexp(mantissa, -24);
+  return sign * std::ldexp(mantissa + 1024, exponent - 25);
 }
 
 uint16_t BFloatBits(float value) {
@@ -117,19 +128,7 @@ namespace {
 // torch's category rule and the CPU-only rule, both in torch's words.
 bool CheckNumber(const char* op, const char* what, PyObject* number,
                  const TensorRef& like) {
-  const DtypeIndex dtype = like.dtype;
-  const Category number_category = CategoryOf(number);
-  const Category tensor_category = CategoryOf(dtype);
-  if (number_category > tensor_category) {
-    return RaiseError(
-        PyExc_TypeError,
-        fmt::format(
-            "{}(): {} is {} but input has dtype {}; torch would promote "
-            "the result to another dtype, which torchferry does not do: "
-            "pass {} to match input, or cast input first",
-            op, what, CategoryName(number_category), Dtype(dtype).name,
-            CategoryName(tensor_category)));
-  }
+  if (!CheckNumberKind(op, what, number, like.dtype)) return false;
   if (like.view.device.device_type != TF_DEVICE_CPU) {
     return RaiseError(
         PyExc_TypeError,
@@ -182,17 +181,165 @@ void ZeroDimView(const TensorRef& like, void* bits, PyObject* object,
 
 }  // namespace
 
+bool CheckNumberKind(const char* op, const char* what, PyObject* number,
+                     DtypeIndex dtype) {
+  const Category number_category = CategoryOf(number);
+  const Category tensor_category = CategoryOf(dtype);
+  if (number_category <= tensor_category) return true;
+  return RaiseError(
+      PyExc_TypeError,
+      fmt::format("{}(): {} is {} but input has dtype {}; torch would promote "
+                  "the result to another dtype, which torchferry does not do: "
+                  "pass {} to match input, or cast input first",
+                  op, what, CategoryName(number_category), Dtype(dtype).name,
+                  CategoryName(tensor_category)));
+}
+
+bool WrappedInt(const char* op, const char* what, PyObject* value,
+                DtypeIndex dtype, int64_t* result) {
+  // torch holds the number as an int64 (or, past it, a uint64) and casts it
+  // to the dtype unchecked: the low bits are the element.
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+  if (overflow == 0 && v == -1 && PyErr_Occurred()) return false;
+  if (overflow == 0) {
+    *result = dtype == kBool ? v != 0 : v;
+    return true;
+  }
+  if (overflow > 0) {
+    const unsigned long long u = PyLong_AsUnsignedLongLong(value);
+    if (u != static_cast<unsigned long long>(-1) || !PyErr_Occurred()) {
+      *result = dtype == kBool ? 1 : static_cast<int64_t>(u);
+      return true;
+    }
+    if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return false;
+    PyErr_Clear();
+  }
+  PyObject* text = PyObject_Str(value);
+  const std::string shown = text ? Utf8Text(text) : "the value";
+  Py_XDECREF(text);
+  return RaiseError(PyExc_OverflowError,
+                    fmt::format("{}(): {}={} is past what torch holds a Python "
+                                "int in (-2**63 to 2**64 - 1)",
+                                op, what, shown));
+}
+
+// A Python int past -2**63 to 2**64 - 1 is one torch cannot hold as a
+// number at all: OverflowError, whatever the dtype.
+bool HeldByTorch(const char* op, const char* what, PyObject* value) {
+  int64_t unused;
+  return !PyLong_Check(value) || WrappedInt(op, what, value, kInt64, &unused);
+}
+
+bool CheckedFloat(const char* op, const char* what, PyObject* value,
+                  DtypeIndex dtype, double* result) {
+  if (!HeldByTorch(op, what, value)) return false;
+  const double v = PyFloat_AsDouble(value);  // an int or bool: exact enough
+  if (v == -1.0 && PyErr_Occurred()) return false;
+  // The largest finite value of each float dtype, as c10's overflow check
+  // compares against it.
+  const double largest = dtype == kFloat64   ? DBL_MAX
+                         : dtype == kFloat32 ? FLT_MAX
+                         : dtype == kFloat16 ? 65504.0
+                                             : 3.3895313892515355e38;
+  if (std::isfinite(v) && std::fabs(v) > largest) {
+    PyObject* text = PyObject_Str(value);
+    const std::string shown = text ? Utf8Text(text) : "the value";
+    Py_XDECREF(text);
+    return RaiseError(
+        PyExc_OverflowError,
+        fmt::format("{}(): {}={} cannot be converted to {} without overflow "
+                    "({} takes -{:g} to {:g})",
+                    op, what, shown, Dtype(dtype).name, Dtype(dtype).name,
+                    largest, largest));
+  }
+  alignas(8) unsigned char bits[8];
+  StoreFloat(v, dtype, bits);
+  switch (dtype) {
+    case kFloat64:
+      *result = v;
+      break;
+    case kFloat32: {
+      float f;
+      std::memcpy(&f, bits, 4);
+      *result = f;
+      break;
+    }
+    case kFloat16: {
+      uint16_t h;
+      std::memcpy(&h, bits, 2);
+      *result = HalfValue(h);
+      break;
+    }
+    default: {  // bfloat16: the top half of a float32
+      uint16_t h;
+      std::memcpy(&h, bits, 2);
+      const uint32_t widened = static_cast<uint32_t>(h) << 16;
+      float f;
+      std::memcpy(&f, &widened, 4);
+      *result = f;
+      break;
+    }
+  }
+  return true;
+}
+
+bool AlphaArg(const char* op, PyObject* value, DtypeIndex dtype, tf_arg* arg) {
+  *arg = tf_arg{};
+  if (!PyFloat_Check(value) && !PyLong_Check(value)) {
+    return RaiseError(PyExc_TypeError,
+                      fmt::format("{}(): expected alpha to be a number, got {}",
+                                  op, Py_TYPE(value)->tp_name));
+  }
+  if (PyBool_Check(value) && dtype != kBool) {
+    return RaiseError(
+        PyExc_TypeError,
+        fmt::format("{}(): alpha is a bool but input has dtype "
+                    "{}; torch takes a bool alpha for bool "
+                    "results only: pass {}",
+                    op, Dtype(dtype).name,
+                    Dtype(dtype).is_float ? "a float" : "an int"));
+  }
+  if (Dtype(dtype).is_float) {
+    arg->kind = TF_ARG_FLOAT;
+    return CheckedFloat(op, "alpha", value, dtype, &arg->value.f);
+  }
+  if (!PyLong_Check(value)) {
+    return RaiseError(PyExc_TypeError,
+                      fmt::format("{}(): alpha is a float but input has "
+                                  "integer dtype {}; pass an int",
+                                  op, Dtype(dtype).name));
+  }
+  arg->kind = TF_ARG_INT;
+  // A bool result takes any int alpha as its truth (torch does too).
+  return dtype == kBool ? WrappedInt(op, "alpha", value, dtype, &arg->value.i)
+                        : CheckedInt(op, "alpha", value, dtype, &arg->value.i);
+}
+
+bool BoundArg(const char* op, const char* what, PyObject* value,
+              DtypeIndex dtype, tf_arg* arg) {
+  *arg = tf_arg{};
+  if (!CheckNumberKind(op, what, value, dtype)) return false;
+  if (Dtype(dtype).is_float) {
+    arg->kind = TF_ARG_FLOAT;
+    return CheckedFloat(op, what, value, dtype, &arg->value.f);
+  }
+  arg->kind = TF_ARG_INT;
+  return CheckedInt(op, what, value, dtype, &arg->value.i);
+}
+
 bool NumberAsTensor(const char* op, const char* what, PyObject* number,
                     const TensorRef& like, void* bits, TensorRef* ref) {
   const DtypeIndex dtype = like.dtype;
   if (!CheckNumber(op, what, number, like)) return false;
   if (CategoryOf(dtype) == Category::kFloat) {
+    if (!HeldByTorch(op, what, number)) return false;
     const double v = PyFloat_AsDouble(number);  // an int or bool: exact enough
     if (v == -1.0 && PyErr_Occurred()) return false;
     StoreFloat(v, dtype, bits);
   } else {
     int64_t v;
-    if (!CheckedInt(op, what, number, dtype, &v)) return false;
+    if (!WrappedInt(op, what, number, dtype, &v)) return false;
     // Little-endian: the low bytes of the two's complement are the value.
     std::memset(bits, 0, 8);
     std::memcpy(bits, &v, static_cast<size_t>(Dtype(dtype).itemsize));
@@ -203,7 +350,9 @@ bool NumberAsTensor(const char* op, const char* what, PyObject* number,
 
 bool NumberAsFloat32(const char* op, const char* what, PyObject* number,
                      const TensorRef& like, float* value) {
-  if (!CheckNumber(op, what, number, like)) return false;
+  if (!CheckNumber(op, what, number, like) || !HeldByTorch(op, what, number)) {
+    return false;
+  }
   const double v = PyFloat_AsDouble(number);  // an int or bool: exact enough
   if (v == -1.0 && PyErr_Occurred()) return false;
   *value = static_cast<float>(v);  // as torch reads a wrapped number in opmath

@@ -1,15 +1,28 @@
 // A Python number where an op takes a tensor (ops.mul(x, 0.5), ops.add(x, 1)):
 // the number becomes a 0-dim tensor of the other operand's dtype, held in the
 // call frame, which the op's broadcast then spreads with stride 0. Kernels see
-// what they always see, so plugins of any minor serve it. float16 and
-// bfloat16 are the exception below: their number travels in add's alpha.
+// what they always see, so plugins of any minor serve it. mul on float16 and
+// bfloat16 is the exception below: its number travels in add's alpha.
 //
 // torch's rule for the result's dtype: a Python number does not change the
 // dtype of a tensor of its category or a higher one (bool < int < float), so
 // mul(float16 tensor, 0.5) stays float16 and add(int32 tensor, 1) stays int32.
 // A number of a higher category (add(int32 tensor, 0.5), which torch computes
-// in float32) would need type promotion, which torchferry does not do: that is
-// a TypeError saying so.
+// in float32; clamp(bool tensor, max=-3), which torch computes in int64)
+// would need type promotion, which torchferry does not do: that is a
+// TypeError saying so, for every number argument alike.
+//
+// How torch applies the number, measured per op and argument (loader/
+// op_table.h states each in the op's contract):
+// - add's and mul's `other` is torch's wrapped number, cast to the dtype
+//   unchecked: an int wraps modulo 2**bits (add(int8, 1000) is add(int8,
+//   -24)), a float rounds (add(float16, 70000.0) adds inf). mul on float16
+//   and bfloat16 is the exception: torch keeps its number in float32.
+// - add's `alpha` and clamp's bounds are checked into the dtype
+//   (c10::checked_convert): an int or a finite float past the dtype's range
+//   is an OverflowError; a float alpha is rounded to the dtype.
+// - float arguments (rms_norm's eps, attention's scale) stay in the op-math
+//   type; they are never rounded to the tensor's dtype.
 #pragma once
 
 #include <Python.h>
@@ -31,6 +44,32 @@ inline bool IsPythonNumber(PyObject* obj) {
 bool CheckedInt(const char* op, const char* what, PyObject* value,
                 DtypeIndex dtype, int64_t* result);
 
+// An int `value` as torch casts its wrapped number into integer or bool
+// `dtype`: any int from -2**63 to 2**64 - 1, wrapping modulo 2**bits (the
+// low bits of `result` are the element). OverflowError past that.
+bool WrappedInt(const char* op, const char* what, PyObject* value,
+                DtypeIndex dtype, int64_t* result);
+
+// A float `value` checked into float `dtype` as c10::checked_convert does
+// (a finite value past the dtype's largest is an OverflowError; inf and NaN
+// pass) and rounded to it.
+bool CheckedFloat(const char* op, const char* what, PyObject* value,
+                  DtypeIndex dtype, double* result);
+
+// Raises the TypeError for a number of a higher category than `dtype` (bool
+// < int < float), where torch would promote the result; true otherwise.
+bool CheckNumberKind(const char* op, const char* what, PyObject* number,
+                     DtypeIndex dtype);
+
+// add's alpha as torch takes it: a bool for bool results only, no float for
+// integer dtypes, checked into the dtype, a float rounded to it.
+bool AlphaArg(const char* op, PyObject* value, DtypeIndex dtype, tf_arg* arg);
+
+// A clamp bound as torch takes it: of the tensor's category or a lower one,
+// checked into the dtype.
+bool BoundArg(const char* op, const char* what, PyObject* value,
+              DtypeIndex dtype, tf_arg* arg);
+
 // Writes `number` as one element of `like`'s dtype into `bits` (8 bytes,
 // aligned) and fills `ref` as a 0-dim view of it on `like`'s device, or
 // returns false with a TypeError or OverflowError in torch's words. CPU only:
@@ -38,12 +77,13 @@ bool CheckedInt(const char* op, const char* what, PyObject* value,
 bool NumberAsTensor(const char* op, const char* what, PyObject* number,
                     const TensorRef& like, void* bits, TensorRef* ref);
 
-// float16 and bfloat16 compute in float32 (torch's opmath type), and torch
-// applies a Python number there unrounded to the tensor's dtype
+// mul on float16 and bfloat16 computes in float32 (torch's opmath type), and
+// torch applies its Python number there unrounded to the tensor's dtype
 // (mul(float16 [1e-3], 1e5) is 100.06, not inf). A 0-dim float16 operand
 // cannot carry that, so for these dtypes the host folds the number into
-// add's float attribute alpha instead (core/prepare/prepare.cc): it checks
-// `number` as NumberAsTensor does and gives it as a float.
+// add's float attribute alpha instead (core/prepare/prepare_pointwise.cc):
+// it checks `number` as NumberAsTensor does and gives it as a float. add's
+// own number is rounded to the dtype, as torch's is, and needs no fold.
 inline bool AppliedInFloat32(DtypeIndex dtype) {
   return dtype == kFloat16 || dtype == kBFloat16;
 }

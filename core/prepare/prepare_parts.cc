@@ -263,8 +263,10 @@ bool DeclaredAttr(const char* op, const SchemaArg& a, PyObject* value,
       expected = "an int";
       break;
     case ArgType::kFloat:
-      if ((PyFloat_Check(value) || PyLong_Check(value)) &&
-          !PyBool_Check(value)) {
+      // torch takes any Python number for a float, a bool as 0 or 1 too
+      // (rms_norm(..., eps=True), attention's scale=True), and keeps it as
+      // a double: never rounded to the tensor's dtype.
+      if (PyFloat_Check(value) || PyLong_Check(value)) {
         *arg = FloatArg(PyFloat_AsDouble(value));
         return !PyErr_Occurred();
       }

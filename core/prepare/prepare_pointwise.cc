@@ -37,24 +37,23 @@ bool PrepareBroadcast(const OpFunction& fn, const ParsedArgs& args,
   const bool exact_alias_ok = fn.entry->alias == AliasRule::kExact;
   TensorRef* x = f.Take(args.values[0], "input", false);
   TensorRef* y = nullptr;
-  // float16/bfloat16 and a Python number: torch applies the number in
+  // mul on float16/bfloat16 by a Python number: torch applies the number in
   // float32, unrounded, so it travels in add's float alpha rather than as a
-  // float16 tensor (core/prepare/number_tensor.h). add(x, s, alpha) runs as
-  // add(x, 1, alpha * s), the product in float32 as torch forms it; mul(x, s)
-  // runs add's kernel as add(-0.0, x, alpha=s): -0.0 + v is v for every v,
-  // signed zeros, infinities and NaN included, so the result is x * s rounded
-  // once.
-  const bool fold = x != nullptr && IsPythonNumber(args.values[1]) &&
-                    AppliedInFloat32(x->dtype);
+  // float16 tensor (core/prepare/number_tensor.h): mul(x, s) runs add's
+  // kernel as add(-0.0, x, alpha=s): -0.0 + v is v for every v, signed
+  // zeros, infinities and NaN included, so the result is x * s rounded once.
+  // add's own number is rounded to the dtype, as torch rounds it.
   static constexpr OpId kMul = OpOf("mul"), kAdd = OpOf("add");
   const bool is_mul = fn.id == kMul;
+  const bool fold = is_mul && x != nullptr && IsPythonNumber(args.values[1]) &&
+                    AppliedInFloat32(x->dtype);
   float folded = 0;
   if (fold) {
     if (!NumberAsFloat32(op, "other", args.values[1], *x, &folded)) {
       return false;
     }
     y = f.number_ref();
-    FloatAsTensor(is_mul ? -0.0 : 1.0, *x, f.number_bits(), y);
+    FloatAsTensor(-0.0, *x, f.number_bits(), y);
   } else if (x != nullptr && IsPythonNumber(args.values[1])) {
     // mul(x, 0.5): a 0-dim tensor of x's dtype, broadcast like any other.
     y = f.number_ref();
@@ -74,25 +73,20 @@ bool PrepareBroadcast(const OpFunction& fn, const ParsedArgs& args,
       !CheckNoOverlap(op, "other", *y, *f.out_ref(), exact_alias_ok)) {
     return false;
   }
-  // Scalar attributes (add's alpha) follow the tensors, typed by x's dtype.
+  // add's alpha follows the tensors, checked into x's dtype as torch does.
   for (int i = 2; i < fn.signature.num_params; ++i) {
     const SchemaArg& a = fn.schema.args[i];
     tf_arg& attr = f.AddAttr();
-    const bool ok =
-        args.values[i] != nullptr
-            ? ScalarArg(op, a.name.c_str(), args.values[i], x->dtype, &attr)
-            : DefaultScalarArg(op, a, x->dtype, &attr);
+    const bool ok = args.values[i] != nullptr
+                        ? AlphaArg(op, args.values[i], x->dtype, &attr)
+                        : DefaultScalarArg(op, a, x->dtype, &attr);
     if (!ok) return false;
   }
-  if (fold && is_mul) {
+  if (fold) {
     f.AddAttr() = FloatArg(folded);
     SetTensorInputs(f, {y, x}, SaturatedProduct({f.out_ref()->numel, 2}));
     f.set_kernel_op(static_cast<int>(kAdd));
     return true;
-  }
-  if (fold) {  // alpha is a float attribute for every float dtype
-    f.attr(0).value.f =
-        static_cast<double>(static_cast<float>(f.attr(0).value.f) * folded);
   }
   SetTensorInputs(f, {x, y}, SaturatedProduct({f.out_ref()->numel, 2}));
   return true;
@@ -119,7 +113,7 @@ bool PrepareClamp(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
     if (b == nullptr || b == Py_None) {
       f.input(1 + i) = NoneArg();
     } else if (PyFloat_Check(b) || PyLong_Check(b)) {
-      if (!ScalarArg(op, names[i], b, x->dtype, &f.input(1 + i))) {
+      if (!BoundArg(op, names[i], b, x->dtype, &f.input(1 + i))) {
         return false;
       }
     } else {

@@ -29,6 +29,7 @@ the API's name (torchferry's import then warns with it, and the eager ops
 work on); Dynamo's own is checked when torch._dynamo loads.
 """
 
+import math
 import sys
 import warnings
 
@@ -315,47 +316,61 @@ def _kind(dtype):
     return 0 if dtype == torch.bool else 2 if dtype.is_floating_point else 1
 
 
+# The largest finite value of each float dtype: a clamp bound past it is
+# refused, as c10::checked_convert refuses it.
+_FLOAT_LARGEST = {
+    torch.float64: 1.7976931348623157e308,
+    torch.float32: 3.4028234663852886e38,
+    torch.float16: 65504.0,
+    torch.bfloat16: 3.3895313892515355e38,
+}
+
+
 def _check_number(op, what, value, like):
     """Refuses a Python number standing for a tensor (ops.mul(x, 0.5)) where
-    the native door does (core/prepare/number_tensor.cc), in its words: a number of a
-    higher kind than the tensor's dtype, where torch would promote, or an int
-    that does not fit. Returns the value as an element of the dtype holds it
-    (a negative wraps in an unsigned dtype)."""
+    the native door does (core/prepare/number_tensor.cc), in its words: a
+    number of a higher kind than the tensor's dtype, where torch would
+    promote; an int torch cannot hold; a clamp bound that does not fit the
+    dtype. Returns the value as an element of the dtype holds it: add's and
+    mul's int wraps modulo 2**bits, as torch's wrapped number does."""
     number = 0 if isinstance(value, bool) else 1 if isinstance(value, int) else 2
     tensor = _kind(like.dtype)
-    if op.name == "clamp":
-        # clamp takes a number bound as an attribute (core/prepare/prepare.cc
-        # ScalarArg): only a float on an integer or bool tensor is refused,
-        # in that rule's words.
-        if number == 2 and tensor < 2:
-            raise TypeError(
-                f"{op.name}(): {what} is a float but input has integer dtype "
-                f"{_dtype_name(like.dtype)}; pass an int"
-            )
-    elif number > tensor:
+    if number > tensor:
         raise TypeError(
             f"{op.name}(): {what} is {_KINDS[number]} but input has dtype "
             f"{_dtype_name(like.dtype)}; torch would promote the result to another dtype, "
             f"which torchferry does not do: pass {_KINDS[tensor]} to match input, or cast "
             "input first"
         )
+    name = _dtype_name(like.dtype)
+    if number == 1 and not -(2**63) <= value <= 2**64 - 1:
+        raise OverflowError(
+            f"{op.name}(): {what}={value} is past what torch holds a Python int in "
+            "(-2**63 to 2**64 - 1)"
+        )
+    if op.name == "clamp" and tensor == 2:
+        largest = _FLOAT_LARGEST[like.dtype]
+        if math.isfinite(value) and abs(value) > largest:
+            raise OverflowError(
+                f"{op.name}(): {what}={value} cannot be converted to {name} without "
+                f"overflow ({name} takes -{largest:g} to {largest:g})"
+            )
     if tensor == 1 and number == 1:
         bits = torch.iinfo(like.dtype).bits
         unsigned = not like.dtype.is_signed
-        # c10::checked_convert's rule, as CheckedInt applies it: uint16 - 64
-        # take any int64 or uint64 and wrap, uint8 negatives down to -255.
-        hi = 2**64 - 1 if unsigned and bits > 8 else torch.iinfo(like.dtype).max
-        lo = -(2**63) if unsigned and bits > 8 else -hi if unsigned else -hi - 1
-        if not lo <= value <= hi:
-            name = _dtype_name(like.dtype)
-            raise OverflowError(
-                f"{op.name}(): {what}={value} cannot be converted to {name} without "
-                f"overflow ({name} takes {lo} to {hi})"
-            )
-        if unsigned:
-            value %= 2**bits
-            if value >= 2 ** (bits - 1) and bits == 64:
-                value -= 2**64  # uint64's bit pattern, as torch.full takes it
+        if op.name == "clamp":
+            # c10::checked_convert's rule, as CheckedInt applies it: uint16 -
+            # 64 take any int64 or uint64 and wrap, uint8 negatives down to -255.
+            hi = 2**64 - 1 if unsigned and bits > 8 else torch.iinfo(like.dtype).max
+            lo = -(2**63) if unsigned and bits > 8 else -hi if unsigned else -hi - 1
+            if not lo <= value <= hi:
+                raise OverflowError(
+                    f"{op.name}(): {what}={value} cannot be converted to {name} without "
+                    f"overflow ({name} takes {lo} to {hi})"
+                )
+        value %= 2**bits
+        if value >= 2 ** (bits - 1) and (like.dtype.is_signed or bits == 64):
+            value -= 2**bits  # the bit pattern, as torch.full takes it
     return value
 
 

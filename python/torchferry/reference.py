@@ -141,8 +141,8 @@ def _add(input, other, alpha=1):
 
 def _clamp(input, min=None, max=None):
     """torch.clamp; for bool, which torch clamps only by one tensor bound,
-    its definition min(max(input, min), max), a number bound true when
-    nonzero."""
+    its definition min(max(input, min), max), with bool bounds (an int bound
+    makes torch promote to int64, which torchferry refuses)."""
     if input.dtype != torch.bool:
         return torch.clamp(input, min, max)
     out = input

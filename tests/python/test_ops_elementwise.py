@@ -203,6 +203,10 @@ def _bound(kind, dtype, shape=(6,), value=0):
     if kind == "none":
         return None
     if kind == "scalar":
+        # A bound of the tensor's kind: an int bound would make torch promote
+        # a bool tensor to int64, which torchferry refuses.
+        if dtype == torch.bool:
+            return value > 0
         return float(value) + 0.25 if dtype.is_floating_point else int(value)
     return make(shape, dtype)
 
@@ -246,7 +250,7 @@ def test_clamp_bounds(path, dtype, kinds):
 @pytest.mark.parametrize("dtype", CLAMP_DTYPES)
 def test_clamp_layouts(path, dtype, layout_name):
     x = layout(layout_name, dtype)
-    lo, hi = (-0.5, 0.5) if dtype.is_floating_point else (-10, 10)
+    lo, hi = (-0.5, 0.5) if dtype.is_floating_point else (False, True) if dtype == torch.bool else (-10, 10)
     with torch.no_grad():
         expected = torch_clamp_(plain(x), lo, hi)
         with conversions(path, 2):
@@ -270,9 +274,10 @@ def test_clamp_tensor_bounds_broadcast_the_output(path, dtype):
 @pytest.mark.parametrize("dtype", CLAMP_DTYPES)
 def test_clamp_min_above_max_and_in_place(path, dtype):
     x = make((5, 5), dtype)
-    expected = torch_clamp_(x, 3, -3)  # torch: everything becomes max
+    lo, hi = (True, False) if dtype == torch.bool else (3, -3)
+    expected = torch_clamp_(x, lo, hi)  # torch: everything becomes max
     with conversions(path, 2):
-        assert ops.clamp(x, 3, -3, out=x) is x
+        assert ops.clamp(x, lo, hi, out=x) is x
     assert_matches(x, expected)
 
 
