@@ -185,6 +185,9 @@ typedef tf_status (*tf_kernel_fn)(const tf_call* call);
    op's infer gives: the host refuses a deeper tensor before any other check. */
 #define TF_MAX_NDIM 64
 
+/* The most ops one plugin may declare (tf_plugin.num_ops). */
+#define TF_MAX_DECLARED_OPS 256
+
 /* What an output will be: filled by tf_op_decl.infer. */
 typedef struct tf_tensor_spec {
   tf_dtype dtype;             /* out */
@@ -290,7 +293,8 @@ typedef struct tf_plugin {
   /* --- ABI 1.1 --- */
   /* An array of num_ops declarations, each with struct_size set to the same
      sizeof(tf_op_decl), which is also the array's stride. Kernels name a
-     declared op by its full name ("acme::fused_gelu"). NULL when none. */
+     declared op by its full name ("acme::fused_gelu"). NULL when none.
+     The loader refuses a plugin with more than TF_MAX_DECLARED_OPS. */
   const tf_op_decl* ops;
   size_t num_ops;
 } tf_plugin;
