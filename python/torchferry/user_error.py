@@ -50,5 +50,9 @@ def writable_file(path, what, fix):
     shown = os.fsdecode(path)
     if os.path.isdir(path):
         raise UserError(f"{what} names {shown!r}, which is a folder; {fix}")
+    if os.path.exists(path):  # a file to replace, or /dev/stdout
+        if os.access(path, os.W_OK):
+            return path
+        raise UserError(f"{what} names {shown!r}, which this user may not write; {fix}")
     writable_dir(os.path.dirname(os.path.abspath(path)), f"{what} {shown!r}: its folder", fix)
     return path
