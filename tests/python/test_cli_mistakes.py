@@ -23,9 +23,15 @@ pytestmark = pytest.mark.subprocess
 def cli(*args, env=None, timeout=300):
     """`python -m torchferry ARGS` with a clean TORCHFERRY_* environment plus
     `env` (bytes values pass as they are: not every value is UTF-8)."""
-    full = {os.fsencode(k): os.fsencode(v) for k, v in clean_env(PYTHONPATH=HERE).items()}
+    # A cache of its own: a command that wrongly goes on must not write to
+    # (or find plugins in) the user's.
+    cache = tempfile.mkdtemp(prefix="torchferry-cache-")
+    full = {os.fsencode(k): os.fsencode(v) for k, v in clean_env(PYTHONPATH=HERE, TORCHFERRY_CACHE=cache).items()}
     for k, v in (env or {}).items():
-        full[os.fsencode(k)] = os.fsencode(v)
+        if v is None:
+            full.pop(os.fsencode(k), None)
+        else:
+            full[os.fsencode(k)] = os.fsencode(v)
     return subprocess.run([sys.executable, "-m", "torchferry", *args], env=full, capture_output=True,
                           timeout=timeout, cwd=HERE)
 
@@ -61,7 +67,8 @@ def test_build_aten_cache_naming_a_file(a_file):
 
 
 def test_build_aten_xdg_cache_naming_a_file(a_file):
-    line = one_line_mistake(cli("build-aten", env={"XDG_CACHE_HOME": str(a_file)}), "XDG_CACHE_HOME")
+    line = one_line_mistake(cli("build-aten", env={"XDG_CACHE_HOME": str(a_file), "TORCHFERRY_CACHE": None}),
+                            "XDG_CACHE_HOME")
     assert "set TORCHFERRY_CACHE to a folder you can write to" in line
 
 
@@ -76,7 +83,8 @@ def test_build_aten_out_that_cannot_be_written(where, a_file):
 def test_build_aten_out_not_utf8(a_file):
     out = os.fsencode(str(a_file)) + b"/caf\xe9"
     r = subprocess.run([sys.executable, "-m", "torchferry", "build-aten", "--out", out], capture_output=True,
-                       env=clean_env(PYTHONPATH=HERE), cwd=HERE, timeout=300)
+                       env=clean_env(PYTHONPATH=HERE, TORCHFERRY_CACHE=a_file.parent / "cache"), cwd=HERE,
+                       timeout=300)
     assert "caf\\udce9" in one_line_mistake(r, "--out", "is a file")
 
 
