@@ -23,7 +23,7 @@ def _blocking_file(path):
         probe = parent
 
 
-def writable_dir(path, what, fix):
+def writable_dir(path, what, fix, create=True):
     """Creates folder `path` where missing and checks that a file can be made
     in it (root passes any mode check, so only a real file says: /proc or a
     read-only mount refuses root too). `what` names where the path came from
@@ -32,6 +32,8 @@ def writable_dir(path, what, fix):
     blocker = _blocking_file(path)
     if blocker is not None:
         raise UserError(f"{what} names {shown!r}, but {blocker!r} is a file, not a folder; {fix}")
+    if not create and not os.path.isdir(path):
+        raise UserError(f"{what} names {shown!r}, which does not exist; {fix}")
     try:
         os.makedirs(path, exist_ok=True)
         with tempfile.TemporaryFile(dir=path):
@@ -44,9 +46,10 @@ def writable_dir(path, what, fix):
     return path
 
 
-def writable_file(path, what, fix):
+def writable_file(path, what, fix, create=False):
     """Checks, before any work, that file `path` can be written: its folder
-    (created where missing) takes a file, and the path is no folder."""
+    (created where missing, with `create`) takes a file, and the path is no
+    folder."""
     shown = os.fsdecode(path)
     if os.path.isdir(path):
         raise UserError(f"{what} names {shown!r}, which is a folder; {fix}")
@@ -54,5 +57,5 @@ def writable_file(path, what, fix):
         if os.access(path, os.W_OK):
             return path
         raise UserError(f"{what} names {shown!r}, which this user may not write; {fix}")
-    writable_dir(os.path.dirname(os.path.abspath(path)), f"{what} {shown!r}: its folder", fix)
+    writable_dir(os.path.dirname(os.path.abspath(path)), f"{what} {shown!r}: its folder", fix, create)
     return path

@@ -259,7 +259,7 @@ HOSTILE = {
     "bad_seed": (["cpu", "--seed", "x"], 2, "argument --seed: invalid int value"),
     "bad_device": (["cpu", "--device", "tpu"], 2, "invalid choice: 'tpu'"),
     "unwritable_json": (["example_c", "--ops", "abs", "--cases", "contiguous", "--json", "/nonexistent/r.json"], 2,
-                        "could not write --json /nonexistent/r.json"),
+                        "--json '/nonexistent/r.json': its folder names '/nonexistent', which does not exist"),
     "bad_reference": (["example_c", "--reference", "no_such_module_tf:f"], 2,
                       "--reference no_such_module_tf:f: ModuleNotFoundError"),
     "reference_not_callable": (["example_c", "--reference", "os:sep"], 2, "is a str, expected a callable"),
