@@ -7,6 +7,7 @@ variables are bad, and `config` needs no bridge at all."""
 import json
 import os
 import pwd
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,8 +33,11 @@ def cli(*args, env=None, timeout=300):
             full.pop(os.fsencode(k), None)
         else:
             full[os.fsencode(k)] = os.fsencode(v)
-    return subprocess.run([sys.executable, "-m", "torchferry", *args], env=full, capture_output=True,
-                          timeout=timeout, cwd=HERE)
+    try:
+        return subprocess.run([sys.executable, "-m", "torchferry", *args], env=full, capture_output=True,
+                              timeout=timeout, cwd=HERE)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 def one_line_mistake(r, *named):
