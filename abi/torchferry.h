@@ -196,6 +196,10 @@ typedef tf_status (*tf_kernel_fn)(const tf_call* call);
    any other check. */
 #define TF_MAX_NDIM 64
 
+/* since 1.2: the most ops one plugin may declare (tf_plugin.num_ops); the
+   loader has refused more since 1.1, and names the limit. */
+#define TF_MAX_DECLARED_OPS 256
+
 /* since 1.1: what an output will be, filled by tf_op_decl.infer. */
 typedef struct tf_tensor_spec {
   tf_dtype dtype;             /* out */
@@ -304,7 +308,8 @@ typedef struct tf_plugin {
   /* --- since 1.1 --- */
   /* An array of num_ops declarations, each with struct_size set to the same
      sizeof(tf_op_decl), which is also the array's stride. Kernels name a
-     declared op by its full name ("acme::fused_gelu"). NULL when none. */
+     declared op by its full name ("acme::fused_gelu"). NULL when none.
+     The loader refuses a plugin with more than TF_MAX_DECLARED_OPS. */
   const tf_op_decl* ops;
   size_t num_ops;
 } tf_plugin;

@@ -234,8 +234,10 @@ class Validator {
           result_.name, count, count);
     }
     if (count > kMaxDeclaredOps) {
-      return Fail("plugin '{}' has num_ops = {}; expected at most {}",
-                  result_.name, count, kMaxDeclaredOps);
+      return Fail(
+          "plugin '{}' has num_ops = {}; expected at most {} "
+          "(TF_MAX_DECLARED_OPS)",
+          result_.name, count, kMaxDeclaredOps);
     }
     const size_t stride = p->ops[0].struct_size;
     if (stride < kOpDeclV11Size || stride > kMaxKernelStructSize ||

@@ -28,7 +28,7 @@ inline constexpr size_t kOpDeclV11Size = TF_OP_DECL_V1_1_SIZE;
 inline constexpr size_t kMaxKernels = 1u << 16;
 inline constexpr size_t kMaxKernelStructSize = 4096;
 inline constexpr size_t kMaxNameLength = 63;
-inline constexpr size_t kMaxDeclaredOps = 256;
+inline constexpr size_t kMaxDeclaredOps = TF_MAX_DECLARED_OPS;
 inline constexpr size_t kMaxDocLength = 1023;
 
 // A kernel left out because the host's ABI minor lacks its op or dtype.

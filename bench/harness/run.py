@@ -95,6 +95,14 @@ def main(args):
     if args.device == "cuda" and not torch.cuda.is_available():
         print("torchferry bench: --device cuda needs a CUDA device; torch sees none", file=sys.stderr)
         return 2
+    # Before the run, not after minutes of it.
+    from torchferry.user_error import writable_file
+
+    json_path, plot_path = output_paths(args)
+    writable_file(json_path, "--json" if args.json else "--out-dir", "name a file in a folder you can write to",
+                  create=True)
+    writable_file(plot_path, "--plot" if args.plot else "--out-dir", "name a file in a folder you can write to",
+                  create=True)
     threads = torch_threads()
     torch.set_num_threads(threads)
     settings = Settings.for_run(args.quick)

@@ -135,8 +135,8 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
       std::strcmp(meta, "getters") != 0) {
     return RaiseError(
         PyExc_ValueError,
-        fmt::format("unknown TORCHFERRY_TENSOR_META '{}'; expected 'auto' "
-                    "(or unset) or 'getters'",
+        fmt::format("unknown TORCHFERRY_TENSOR_META '{}'; expected 'auto' (or "
+                    "unset) or 'getters': set it to one of those or unset it",
                     meta));
   }
   versions_.Calibrate(torch_module, impl_bytes);
@@ -147,7 +147,19 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
   const char* forced = CodeSelectingEnv("TORCHFERRY_BRIDGE");
   if (forced != nullptr && forced[0] != '\0' &&
       std::strcmp(forced, "auto") != 0) {
-    if (!SetPath(forced)) return false;
+    // A user meets this at import, far from where the variable was set:
+    // the error names it, and how to undo it.
+    if (!SetPath(forced)) {
+      std::string why = FetchErrorText();
+      why.erase(0, why.find(": ") + 2);  // "ValueError: "
+      return RaiseError(
+          PyExc_ValueError,
+          fmt::format("TORCHFERRY_BRIDGE='{}' cannot be honoured ({}); set "
+                      "TORCHFERRY_BRIDGE to a path this torch offers, or "
+                      "unset it (or set it to 'auto') to let torchferry "
+                      "choose",
+                      forced, why));
+    }
     path_reason_ = fmt::format("forced by TORCHFERRY_BRIDGE={}", forced);
   } else if (shim_available() && lib_.api.delete_tensor_object != nullptr) {
     path_ = BridgePath::kShim;

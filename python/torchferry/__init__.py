@@ -117,6 +117,14 @@ _BUILT_PLUGIN_DIR_GIVEN = _os.path.isdir(BUILT_PLUGIN_DIR)
 # the loader starts: it searches them after TORCHFERRY_PLUGIN_PATH.
 # While they resolve and load, a query (torchferry.plugins.loaded() from an
 # entry point's module, say) is told that torchferry is still loading.
+#
+# The variables that choose the bridge's code (BRIDGE_VARIABLES) may hold a
+# value this torch cannot honour. The import then succeeds with no plugins
+# loaded and STARTUP_ERROR naming the variable: every use of the bridge, the
+# ops or the plugins raises that ValueError, while `python -m torchferry
+# info` and `config`, which run inside this import, still answer.
+BRIDGE_VARIABLES = ("TORCHFERRY_BRIDGE", "TORCHFERRY_TENSOR_META")
+STARTUP_ERROR = None
 _C._set_loading(True)
 try:
     _ENTRY_PATHS, _ENTRY_UNRESOLVED, ENTRY_POINTS = _entry_points.resolve()
@@ -128,14 +136,33 @@ try:
         _ENTRY_UNRESOLVED,
         BUILT_PLUGIN_DIR if _BUILT_PLUGIN_DIR_GIVEN else None,
     )
+except ValueError as _error:
+    if not any(name in str(_error) for name in BRIDGE_VARIABLES):
+        raise
+    STARTUP_ERROR = str(_error)
 finally:
     _C._set_loading(False)
 
-from . import bridge, ops, plugins  # noqa: E402
 
-# An entry point's module may have imported torchferry.ops before the
-# plugins loaded, and a reload finds it imported: export what loaded.
-ops.__all__ = ops._Export()
+def _require_started():
+    """Raises STARTUP_ERROR's ValueError when the bridge did not start."""
+    if STARTUP_ERROR is not None:
+        raise ValueError(STARTUP_ERROR)
+
+
+if STARTUP_ERROR is not None:
+
+    def __getattr__(name):
+        if name in ("bridge", "ops", "plugins", "library"):
+            _require_started()
+        raise AttributeError(f"module 'torchferry' has no attribute {name!r}")
+
+else:
+    from . import bridge, ops, plugins  # noqa: E402
+
+    # An entry point's module may have imported torchferry.ops before the
+    # plugins loaded, and a reload finds it imported: export what loaded.
+    ops.__all__ = ops._Export()
 from .config import cflags, cmake_dir, include_dir, pkgconfig_dir, plugin_dir  # noqa: E402
 
 
@@ -168,7 +195,8 @@ def _load_library():
             warnings.warn(str(e), RuntimeWarning, stacklevel=3)
 
 
-_load_library()
+if STARTUP_ERROR is None:
+    _load_library()
 
 __all__ = [
     "bridge",

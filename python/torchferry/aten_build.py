@@ -33,6 +33,8 @@ import shutil
 import subprocess
 import sys
 
+from .user_error import UserError, writable_dir
+
 PLUGIN_FILE = "torchferry_aten.so"
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -64,16 +66,24 @@ def source_dir():
 def _compiler():
     """The C++ compiler: $CXX, else c++, g++ or clang++ on PATH."""
     named = os.environ.get("CXX")
-    if named:
-        path = shutil.which(named.split()[0])
-        if path is None:
-            raise BuildError(f"CXX names '{named}', which is not on PATH; expected a C++17 compiler")
-        return named.split()
+    if named is not None:
+        words = named.split()
+        if not words:
+            raise UserError(
+                f"CXX is set to {named!r}, which names no compiler; set CXX to a C++17 compiler "
+                "(CXX=g++) or unset it to use c++ from PATH"
+            )
+        if shutil.which(words[0]) is None:
+            raise UserError(
+                f"CXX names {words[0]!r}, which is not on PATH; set CXX to an "
+                "installed C++17 compiler (CXX=g++) or unset it to use c++ from PATH"
+            )
+        return words
     for name in ("c++", "g++", "clang++"):
         path = shutil.which(name)
         if path:
             return [path]
-    raise BuildError(
+    raise UserError(
         "found no C++ compiler (looked for $CXX, c++, g++ and clang++ on PATH); the ATen plugin "
         "compiles against torch's C++ headers: install one (Debian/Ubuntu: apt install g++; "
         "Fedora/RHEL: dnf install gcc-c++; conda: conda install gxx_linux-64)"
@@ -178,8 +188,16 @@ def build(out_dir=None, jobs=None, log=print):
     if not units:
         raise BuildError(f"found no ATen plugin sources in {sources}; this torchferry package is incomplete")
     cxx = _compiler()
-    out_dir = out_dir or user_plugin_dir(torch.__version__)
-    os.makedirs(out_dir, exist_ok=True)
+    if out_dir is not None:
+        writable_dir(out_dir, "--out", "name a folder you can write to")
+    else:
+        out_dir = user_plugin_dir(torch.__version__)
+        source = next((v for v in ("TORCHFERRY_CACHE", "XDG_CACHE_HOME") if os.environ.get(v)), "HOME")
+        writable_dir(
+            out_dir,
+            f"the plugin folder from {source}",
+            "set TORCHFERRY_CACHE to a folder you can write to, or pass --out DIR",
+        )
     log(f"building the ATen plugin for torch {torch.__version__} with {' '.join(cxx)}")
     with tempfile.TemporaryDirectory(prefix="torchferry-aten-") as work:
         root, std, flags = _plan(torch, cxx, log)

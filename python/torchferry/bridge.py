@@ -7,7 +7,9 @@ other two are not there, or when forced), and "dlpack" (any non-torch object
 with __dlpack__, counted on its own).
 """
 
-from . import _C
+from . import _C, _require_started
+
+_require_started()  # a bad TORCHFERRY_BRIDGE or TORCHFERRY_TENSOR_META
 
 
 def path():

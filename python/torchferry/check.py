@@ -127,6 +127,8 @@ def _clone(value):
         return value.clone()
     if isinstance(value, (list, tuple)):
         return type(value)(_clone(v) for v in value)
+    if isinstance(value, dict):  # kwargs: the reference's out= must not leave the call's
+        return {k: _clone(v) for k, v in value.items()}
     return value
 
 
@@ -168,21 +170,29 @@ def compare(op, actual, expected):
     return None
 
 
-def _run_case(op, calls, reference, reference_takes_out, in_place=()):
+def _run_case(op, calls, reference, reference_takes_out, in_place=(), names=(), written=("out",), out_ok=False):
     """(status, detail) of one case: every call against the reference.
     `in_place`: the positions of arguments the op updates in place, held to
-    the reference's update of its own copy instead of staying unchanged."""
+    the reference's update of its own copy instead of staying unchanged.
+    `names`: the positional arguments' names, `written`: the keyword
+    arguments a kernel writes; every other byte near the tensors is guarded
+    (check_guards). With `out_ok` (the op takes out=), a call that leaves
+    the output to the host and passes runs again with a fresh out=, so
+    that both ways to the kernel meet the guards."""
     import torch
 
     import torchferry
+
+    from .check_guards import Guarded
 
     fn = torchferry.ops
     for part in op.split("::"):
         fn = getattr(fn, part)
     passed = unsupported = 0
     detail = ""
-    for index, (args, kwargs) in enumerate(calls):
-        label = f"call {index + 1} of {len(calls)}"
+    calls = [(args, kwargs, f"call {i + 1} of {len(calls)}") for i, (args, kwargs) in enumerate(calls)]
+    for args, kwargs, label in calls:
+        given = args, kwargs
         ref_args, ref_kwargs = _clone(args), _clone(kwargs)
         if not reference_takes_out:
             ref_kwargs.pop("out", None)  # references take out= only where the schema declares it
@@ -191,12 +201,17 @@ def _run_case(op, calls, reference, reference_takes_out, in_place=()):
                 expected = reference(*ref_args, **ref_kwargs)
         except Exception as e:
             return "reference_error", f"{label}: the reference raised {type(e).__name__}: {e}"
+        guard = Guarded()
+        args, kwargs = guard.move(args, kwargs, names)
         updated = [(args[i], ref_args[i]) for i in in_place]
         inputs = [t for t in _tensors_of(args, kwargs)
                   if t is not kwargs.get("out") and not any(t is u for u, _ in updated)]
         before = [t.clone() for t in inputs]
+        guard.allow([t for t, _ in updated] + _tensors_of((), {k: v for k, v in kwargs.items() if k in written}))
+        guard.snapshot()
         try:
-            actual = fn(*args, **kwargs)
+            with guard.outputs():
+                actual = fn(*args, **kwargs)
         except NotImplementedError as e:
             if not str(e).strip():
                 return "fail", f"{label}: NotImplementedError without a message"
@@ -205,6 +220,9 @@ def _run_case(op, calls, reference, reference_takes_out, in_place=()):
             continue
         except Exception as e:
             return "fail", f"{label}: raised {type(e).__name__}: {e}"
+        stray = guard.stray_write()
+        if stray:
+            return "fail", f"{label}: {stray}"
         if "out" in kwargs and actual is not kwargs["out"] and kwargs["out"] is not None:
             if not isinstance(actual, torch.Tensor) or actual.data_ptr() != kwargs["out"].data_ptr():
                 return "fail", f"{label}: returned a tensor other than out="
@@ -227,6 +245,9 @@ def _run_case(op, calls, reference, reference_takes_out, in_place=()):
             if not torch.equal(now, then):
                 return "fail", f"{label}: the kernel wrote to an input"
         passed += 1
+        if out_ok and "out" not in kwargs and isinstance(actual, torch.Tensor) and "with out=" not in label:
+            fresh = torch.empty(actual.shape, dtype=actual.dtype, device=actual.device)
+            calls.append((given[0], {**given[1], "out": fresh}, f"{label}, with out="))
     if passed:
         return "pass", detail
     if unsupported:
@@ -236,6 +257,16 @@ def _run_case(op, calls, reference, reference_takes_out, in_place=()):
 
 def _takes_out(schema):
     return " out)" in schema["schema"].split("->")[0]
+
+
+def _names(schema):
+    """(positional argument names, keyword arguments a kernel writes,
+    whether the op takes out=)."""
+    positional = [a["name"] for a in schema["args"] if not a["kwarg_only"]]
+    written = {"out"} | {a["name"] for a in schema["args"] if a["kwarg_only"] and a["written"]}
+    # Every built-in op takes out= (ops.py); a declared op where its schema says.
+    out_ok = schema["declared_by"] is None or any(a["name"] == "out" for a in schema["args"])
+    return positional, written, out_ok
 
 
 def _in_place(schema):
@@ -252,7 +283,8 @@ def run_calls(op, calls):
     from . import reference
 
     schema = {s["name"]: s for s in torchferry.ops.schemas()}[op]
-    return _run_case(op, calls, reference.REFERENCES[op], _takes_out(schema), _in_place(schema))
+    return _run_case(op, calls, reference.REFERENCES[op], _takes_out(schema), _in_place(schema),
+                     *_names(schema))
 
 
 def _child_run(spec):
@@ -314,7 +346,7 @@ def _child_run(spec):
                 _emit({**record, "status": "n/a", "detail": "the kind does not apply to the op"})
                 continue
             _emit({**record, "type": "start"})
-            status, detail = _run_case(op, calls, ref, _takes_out(schema), _in_place(schema))
+            status, detail = _run_case(op, calls, ref, _takes_out(schema), _in_place(schema), *_names(schema))
             _emit({**record, "status": status, "detail": detail})
     _emit({"type": "done"})
 
@@ -596,6 +628,11 @@ def main(args):
         print(f"check: unknown case kind(s) {', '.join(unknown)}; expected some of "
               f"{', '.join(check_cases.CASE_KINDS)}", file=sys.stderr)
         return 2
+    if args.json:
+        # Before the run, not after minutes of it.
+        from .user_error import writable_file
+
+        writable_file(args.json, "--json", "name a file in a folder you can write to")
     try:
         report = run_check(args.plugin, ops=split(args.ops), device=args.device, seed=args.seed,
                            references=args.reference or (), kinds=kinds, dtypes=split(args.dtypes),

@@ -1,6 +1,29 @@
 """The command line: `python -m torchferry {info,bench,config,check,build-aten}`."""
 
 import argparse
+import sys
+
+from .user_error import UserError
+
+
+def _positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+_positive_int.__name__ = "positive integer"
+
+
+def _positive_seconds(text):
+    value = float(text)
+    if not 0 < value < float("inf"):
+        raise ValueError(text)
+    return value
+
+
+_positive_seconds.__name__ = "positive number of seconds"
 
 
 def build_parser():
@@ -97,7 +120,7 @@ def build_parser():
     check.add_argument("--json", metavar="PATH", help="write the full report as JSON here")
     check.add_argument(
         "--timeout",
-        type=float,
+        type=_positive_seconds,
         default=120.0,
         help="seconds a case may run before its kernel counts as hung (default 120)",
     )
@@ -113,13 +136,31 @@ def build_parser():
     )
     build_aten.add_argument("--out", metavar="DIR", help="write the plugin here instead")
     build_aten.add_argument(
-        "--jobs", type=int, metavar="N", help="files compiled at once (default: the CPU count)"
+        "--jobs", type=_positive_int, metavar="N", help="files compiled at once (default: the CPU count)"
     )
     return parser
 
 
+# The commands that answer without the bridge; the others need it started.
+_WITHOUT_BRIDGE = ("info", "config", "build-aten")
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    import torchferry
+
+    try:
+        if torchferry.STARTUP_ERROR is not None and args.command not in _WITHOUT_BRIDGE:
+            raise UserError(torchferry.STARTUP_ERROR)
+        return _run(args)
+    except UserError as error:
+        # One line, whatever the message holds: a path may hold a newline.
+        text = " ".join(str(error).split("\n"))
+        print(f"python -m torchferry {args.command}: {text}", file=sys.stderr)
+        return 2
+
+
+def _run(args):
     if args.command == "info":
         from . import info
 

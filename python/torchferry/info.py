@@ -8,7 +8,7 @@ import sys
 import torch
 
 import torchferry
-from . import _C, bridge, plugins
+from . import _C
 
 
 def _env_text(name):
@@ -18,8 +18,47 @@ def _env_text(name):
     return os.environb.get(os.fsencode(name), b"").decode("utf-8", "backslashreplace")
 
 
+def _environment():
+    """The TORCHFERRY_ variables set in this process, as the loader reads them."""
+    names = sorted(os.fsdecode(k) for k in os.environb if k.startswith(b"TORCHFERRY_"))
+    return {name: _env_text(name) for name in names}
+
+
+def collect_unstarted():
+    """What `info` can show when the bridge did not start (torchferry.STARTUP_ERROR):
+    no plugin loaded, so there are only the versions, the places and the
+    variables, one of which the error names."""
+    return {
+        "torchferry": torchferry.__version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "torch_path": os.path.dirname(torch.__file__),
+        "startup_error": torchferry.STARTUP_ERROR,
+        "environment": _environment(),
+        "package_dir": torchferry.PLUGIN_DIR,
+        "built_dir": torchferry.BUILT_PLUGIN_DIR,
+    }
+
+
+def render_unstarted(data):
+    lines = [
+        f"torchferry {data['torchferry']} on Python {data['python']} ({data['platform']})",
+        f"torch {data['torch']} at {data['torch_path']}",
+        "bridge path: none: the bridge did not start",
+        f"  why: {data['startup_error']}",
+        "plugins: none loaded (they load once the bridge starts); searched in "
+        f"{data['package_dir']}, then {data['built_dir']}",
+        "environment: "
+        + (", ".join(f"{k}={v}" for k, v in data["environment"].items()) or "no TORCHFERRY_ variable set"),
+    ]
+    return "\n".join(lines)
+
+
 def collect():
     """Everything `info` shows, as plain data."""
+    from . import bridge, plugins
+
     return {
         "torchferry": torchferry.__version__,
         "python": sys.version.split()[0],
@@ -203,6 +242,15 @@ def _cost_line(costs):
 
 
 def main(as_json=False, verbose=False):
+    if torchferry.STARTUP_ERROR is not None:
+        # A user's setting, not a fault: what is known goes to stdout, the
+        # one line naming the variable and its fix to stderr.
+        data = collect_unstarted()
+        print(json.dumps(data, indent=2) if as_json else render_unstarted(data))
+        print(f"python -m torchferry info: {torchferry.STARTUP_ERROR}", file=sys.stderr)
+        return 2
+    from . import bridge
+
     data = collect()
     if verbose:
         data["path_costs"] = bridge.path_costs()

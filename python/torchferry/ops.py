@@ -10,7 +10,9 @@ The functions are the native ones themselves: a call goes from Python straight
 into C++ with no Python frame in between.
 """
 
-from . import _C
+from . import _C, _require_started
+
+_require_started()  # a bad TORCHFERRY_BRIDGE or TORCHFERRY_TENSOR_META
 
 
 def schemas():

@@ -1,7 +1,9 @@
 """What the loader found: loaded plugins with their kernels, skipped plugins
 with the reason, and kernels shadowed by a plugin of higher precedence."""
 
-from . import _C
+from . import _C, _require_started
+
+_require_started()  # a bad TORCHFERRY_BRIDGE or TORCHFERRY_TENSOR_META
 
 
 def loaded():

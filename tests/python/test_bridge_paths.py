@@ -230,7 +230,8 @@ def test_env_shim():
         assert data["counts"]["shim_handles_created"] == data["counts"]["shim_handles_deleted"] == 2
     else:
         assert r.returncode != 0
-        assert "RuntimeError" in r.stderr and "bridge path 'shim' is unavailable" in r.stderr
+        assert "ValueError" in r.stderr and "bridge path 'shim' is unavailable" in r.stderr
+        assert "TORCHFERRY_BRIDGE='shim' cannot be honoured" in r.stderr
         assert torch.__version__ in r.stderr
         assert "Segmentation fault" not in r.stderr
 

@@ -34,7 +34,7 @@ def test_a_missing_compiler_is_named(tmp_path):
     empty = tmp_path / "bin"
     empty.mkdir()
     r = build_aten(tmp_path, PATH=empty, CXX=None)
-    assert r.returncode == 1
+    assert r.returncode == 2
     assert "found no C++ compiler (looked for $CXX, c++, g++ and clang++ on PATH)" in r.stderr
     assert "apt install g++" in r.stderr
     assert not (tmp_path / "out" / aten_build.PLUGIN_FILE).exists()
@@ -43,7 +43,7 @@ def test_a_missing_compiler_is_named(tmp_path):
 @pytest.mark.subprocess
 def test_a_cxx_that_is_not_there_is_named(tmp_path):
     r = build_aten(tmp_path, CXX="no-such-compiler-here")
-    assert r.returncode == 1
+    assert r.returncode == 2
     assert "CXX names 'no-such-compiler-here', which is not on PATH" in r.stderr
 
 

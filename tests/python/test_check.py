@@ -30,6 +30,26 @@ WRONG = {
     5: ("wrong_dtype", ("abs", "float64", "contiguous"), "fail", "Tensor-likes are not close"),
     6: ("wrong_empty", ("add", "float32", "empty"), "crash", "the process died of SIGSEGV"),
     7: ("wrong_stdout", ("add", "float32", "special"), "fail", "Tensor-likes are not close"),
+    8: ("wrong_overrun", ("add", "float32", "contiguous"), "fail",
+        "output 0 (allocated by the host): 4 byte(s) written where no write was allowed, the first right after "
+        "its end (byte offset 96, element offset 24, of a [4, 6] float32 view"),
+    9: ("wrong_underrun", ("add", "float32", "contiguous"), "fail",
+        "output 0 (allocated by the host): 4 byte(s) written where no write was allowed, the first 4 bytes "
+        "before its first element (byte offset -4, element offset -1,"),
+    10: ("wrong_gap", ("add", "float32", "offset"), "fail",
+         "argument 'input': 4 byte(s) written where no write was allowed, the first in a gap of its extent "
+         "(a byte it does not cover) (byte offset 28, element offset 7, of a [5, 7] float32 view with strides "
+         "[9, 1])"),
+    11: ("wrong_input", ("add", "float32", "contiguous"), "fail",
+         "argument 'input': 4 byte(s) written where no write was allowed, the first right after its end "
+         "(byte offset 96, element offset 24,"),
+}
+
+# The flaws that write out of bounds, and what each does to an out= argument
+# (the alias kind passes out=, the other kinds leave the output to the host).
+STRAY_OUT = {
+    8: "argument 'out': 4 byte(s) written where no write was allowed, the first right after its end",
+    9: "argument 'out': 4 byte(s) written where no write was allowed, the first 4 bytes before its first element",
 }
 
 
@@ -110,6 +130,25 @@ def test_a_wrong_plugin_fails_naming_the_case(flaw, wrong_dir, tmp_path):
     assert repro[:1] == [path] and ["--cases", kind] == repro[-2:]
     again = check_wrong(*repro)
     assert again.returncode == 1 and f"{op} {dtype} {kind}: {status}" in again.stdout
+
+
+@pytest.mark.parametrize("flaw", list(STRAY_OUT))
+def test_a_stray_write_through_out_is_named(flaw, wrong_dir):
+    name = WRONG[flaw][0]
+    # A check's first call of a case leaves the output to the host, and fails
+    # there; run_calls, the check's own judge, takes a call with out= alone.
+    code = f"""
+import json, torch, torchferry
+from torchferry import check
+x, y = torch.randn(4, 6), torch.randn(4, 6)
+print(json.dumps(check.run_calls("add", [((x, y), {{"out": torch.empty(4, 6)}})])))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=HERE,
+                       env=clean_env(PYTHONPATH=HERE, TORCHFERRY_PLUGIN_PATH=wrong_dir / f"torchferry_{name}.so",
+                                     TORCHFERRY_PLUGINS=name))
+    assert r.returncode == 0, r.stderr[-3000:]
+    status, detail = json.loads(r.stdout.strip().splitlines()[-1])
+    assert status == "fail" and STRAY_OUT[flaw] in detail, detail
 
 
 def test_a_wrong_plugin_passes_the_cases_it_gets_right(wrong_dir):
@@ -220,7 +259,7 @@ HOSTILE = {
     "bad_seed": (["cpu", "--seed", "x"], 2, "argument --seed: invalid int value"),
     "bad_device": (["cpu", "--device", "tpu"], 2, "invalid choice: 'tpu'"),
     "unwritable_json": (["example_c", "--ops", "abs", "--cases", "contiguous", "--json", "/nonexistent/r.json"], 2,
-                        "could not write --json /nonexistent/r.json"),
+                        "--json '/nonexistent/r.json': its folder names '/nonexistent', which does not exist"),
     "bad_reference": (["example_c", "--reference", "no_such_module_tf:f"], 2,
                       "--reference no_such_module_tf:f: ModuleNotFoundError"),
     "reference_not_callable": (["example_c", "--reference", "os:sep"], 2, "is a str, expected a callable"),

@@ -59,6 +59,7 @@ VARIANTS = {
     31: ("decl_shadow", None),
     32: ("decl_many", None),
     33: ("dbad_too_many_args", "more than 16 arguments"),
+    34: ("dbad_too_many_ops", "has num_ops = 257; expected at most 256 (TF_MAX_DECLARED_OPS)"),
 }  # fmt: skip
 # The variants whose names Python cannot reach (or that every object has),
 # and whose doc Python cannot decode.

@@ -53,6 +53,7 @@
 #define SHADOWING_NAMES 31 /* correct: arguments named as host internals */
 #define MANY 32 /* correct: ops with as many tensors as a schema allows */
 #define TOO_MANY_ARGS 33
+#define TOO_MANY_OPS 34 /* num_ops past TF_MAX_DECLARED_OPS */
 
 #if FLAW != MANY
 /* out = scale * x (+ 1 for the SAME_SCHEMA plugin, to tell them apart). */
@@ -530,7 +531,9 @@ static const tf_plugin plugin = {
     kernels,
     sizeof(kernels) / sizeof(kernels[0]),
     FLAW == NULL_OPS ? NULL : ops,
-    FLAW == NULL_OPS ? 2 : sizeof(ops) / sizeof(ops[0]),
+    FLAW == NULL_OPS       ? 2
+    : FLAW == TOO_MANY_OPS ? TF_MAX_DECLARED_OPS + 1
+                           : sizeof(ops) / sizeof(ops[0]),
 };
 
 TF_PLUGIN_EXPORT const tf_plugin* torchferry_plugin_entry(

@@ -16,6 +16,14 @@
  *   7 stdout     drops NaN as 4 does, and writes a progress dot without a
  *                newline to stdout on every call: the check must still
  *                hear of every case
+ *   8 overrun    right answers, and one float past the end of out
+ *   9 underrun   right answers, and one float before out's first element
+ *  10 gap        right answers, and one float into the gap after the
+ *                first row of a sliced input x (bytes x does not cover)
+ *  11 input      right answers, and one float past the end of input x
+ *
+ * Flaws 8 to 11 write where a kernel has no right to: only the check's
+ * guard bytes see them.
  *
  * Every kernel is add or abs for float32 on the CPU otherwise right.
  */
@@ -28,7 +36,7 @@
 #include "abi/torchferry.h"
 
 #ifndef FLAW
-#error "build with -DFLAW=<1..7> -DNAME=<plugin name>"
+#error "build with -DFLAW=<1..11> -DNAME=<plugin name>"
 #endif
 #define STR2(x) #x
 #define STR(x) STR2(x)
@@ -73,6 +81,21 @@ static tf_status check(const tf_call* call, const tf_tensor* out) {
   return TF_OK;
 }
 
+/* Flaws 8 to 11: one stray write, after the right answer is in out. */
+static void stray_write(const tf_tensor* x, const tf_tensor* out) {
+  int64_t n = numel(out);
+  if (n == 0) return;
+  if (FLAW == 8) ((float*)out->data)[offset_of(out, out, n - 1) + 1] = 1.0f;
+  if (FLAW == 9) ((float*)out->data)[-1] = 1.0f;
+  if (FLAW == 10 && x->ndim == 2 && x->strides[1] == 1 &&
+      x->strides[0] > x->shape[1] && x->data != out->data) {
+    ((float*)x->data)[x->shape[1]] = 1.0f;
+  }
+  if (FLAW == 11 && x->data != out->data && numel(x) == n) {
+    ((float*)x->data)[offset_of(x, out, n - 1) + 1] = 1.0f;
+  }
+}
+
 static tf_status wrong_add(const tf_call* call) {
   const tf_tensor* x = call->inputs[0].value.tensor;
   const tf_tensor* y = call->inputs[1].value.tensor;
@@ -90,6 +113,7 @@ static tf_status wrong_add(const tf_call* call) {
     if ((FLAW == 4 || FLAW == 7) && isnan(r)) r = 0.0f;
     os[offset_of(out, out, i)] = r;
   }
+  stray_write(x, out);
   return TF_OK;
 }
 
