@@ -162,7 +162,10 @@ class Bridge {
   // DisableTorchFunction's __enter__ and __exit__, bound C methods that save
   // and restore torch's state. A pending exception is kept across __exit__.
   // quiet() is false where torch offers no way to hold it off: Python may
-  // then run in such a read.
+  // then run in such a read. The one DisableTorchFunction object keeps one
+  // saved state, so only the outermost HeldOff of a thread enters and leaves
+  // it: a nested one (a refusal's words read inside a fallback's read) would
+  // otherwise save "off" and leave torch's __torch_function__ off for good.
   class HeldOff {
    public:
     HeldOff(const Bridge& bridge, PyObject* obj);
@@ -172,8 +175,10 @@ class Bridge {
     bool quiet() const { return quiet_; }
 
    private:
+    static thread_local int depth_;  // HeldOffs open on this thread
     PyObject* exit_ = nullptr;
     bool quiet_ = false;
+    bool nested_ = false;
   };
   // Whether reading `obj` through torch's Tensor methods could run a
   // __torch_function__: a subclass's, or an active mode's.

@@ -61,7 +61,14 @@ bool Bridge::TorchFunctionCouldRun(PyObject* obj) const {
   return enabled != Py_False;
 }
 
+thread_local int Bridge::HeldOff::depth_ = 0;
+
 Bridge::HeldOff::HeldOff(const Bridge& bridge, PyObject* obj) {
+  if (depth_ > 0) {  // an outer HeldOff of this thread holds it off already
+    ++depth_;
+    nested_ = quiet_ = true;
+    return;
+  }
   if (!bridge.TorchFunctionCouldRun(obj)) {
     quiet_ = true;
     return;
@@ -75,10 +82,16 @@ Bridge::HeldOff::HeldOff(const Bridge& bridge, PyObject* obj) {
   Py_DECREF(r);
   exit_ = bridge.disable_exit_;
   quiet_ = true;
+  ++depth_;
 }
 
 Bridge::HeldOff::~HeldOff() {
+  if (nested_) {
+    --depth_;
+    return;
+  }
   if (exit_ == nullptr) return;
+  --depth_;
   PyObject *type, *value, *trace;
   PyErr_Fetch(&type, &value, &trace);
   PyObject* r =

@@ -125,6 +125,16 @@ _BUILT_PLUGIN_DIR_GIVEN = _os.path.isdir(BUILT_PLUGIN_DIR)
 # info` and `config`, which run inside this import, still answer.
 BRIDGE_VARIABLES = ("TORCHFERRY_BRIDGE", "TORCHFERRY_TENSOR_META")
 STARTUP_ERROR = None
+
+
+# Defined before the plugins load: an entry point's module may import
+# torchferry.ops (which imports this) while they do.
+def _require_started():
+    """Raises STARTUP_ERROR's ValueError when the bridge did not start."""
+    if STARTUP_ERROR is not None:
+        raise ValueError(STARTUP_ERROR)
+
+
 _C._set_loading(True)
 try:
     _ENTRY_PATHS, _ENTRY_UNRESOLVED, ENTRY_POINTS = _entry_points.resolve()
@@ -142,12 +152,6 @@ except ValueError as _error:
     STARTUP_ERROR = str(_error)
 finally:
     _C._set_loading(False)
-
-
-def _require_started():
-    """Raises STARTUP_ERROR's ValueError when the bridge did not start."""
-    if STARTUP_ERROR is not None:
-        raise ValueError(STARTUP_ERROR)
 
 
 if STARTUP_ERROR is not None:

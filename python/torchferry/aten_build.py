@@ -183,11 +183,8 @@ def build(out_dir=None, jobs=None, log=print):
 
     import torch
 
-    sources = source_dir()
-    units = sorted(f for f in os.listdir(sources) if f.endswith(".cc")) if os.path.isdir(sources) else []
-    if not units:
-        raise BuildError(f"found no ATen plugin sources in {sources}; this torchferry package is incomplete")
-    cxx = _compiler()
+    # The user's own mistakes first (where the plugin goes, which compiler),
+    # before what only a broken install explains.
     if out_dir is not None:
         writable_dir(out_dir, "--out", "name a folder you can write to")
     else:
@@ -198,6 +195,11 @@ def build(out_dir=None, jobs=None, log=print):
             f"the plugin folder from {source}",
             "set TORCHFERRY_CACHE to a folder you can write to, or pass --out DIR",
         )
+    cxx = _compiler()
+    sources = source_dir()
+    units = sorted(f for f in os.listdir(sources) if f.endswith(".cc")) if os.path.isdir(sources) else []
+    if not units:
+        raise BuildError(f"found no ATen plugin sources in {sources}; this torchferry package is incomplete")
     log(f"building the ATen plugin for torch {torch.__version__} with {' '.join(cxx)}")
     with tempfile.TemporaryDirectory(prefix="torchferry-aten-") as work:
         root, std, flags = _plan(torch, cxx, log)

@@ -334,3 +334,24 @@ def test_every_setting_in_a_fresh_interpreter(env_path, meta):
         TORCHFERRY_TENSOR_META=meta,
     )
     assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
+
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        torch.nn.parameter.UninitializedBuffer,
+        torch.nn.parameter.UninitializedParameter,
+        lambda: (-torch.ones(3)).as_subclass(Refuses),
+        lambda: (-torch.ones(3)).as_subclass(Misreports),
+    ],
+)
+def test_torch_function_is_back_on_after_a_call(make):
+    # A refusal's words are read with __torch_function__ held off, inside
+    # another such read: torch's own switch must be on again when both end.
+    t = make()
+    try:
+        ops.abs(t)
+    except (ValueError, TypeError, RuntimeError):
+        pass
+    assert torch._C._is_torch_function_enabled()
