@@ -337,21 +337,24 @@ def test_every_setting_in_a_fresh_interpreter(env_path, meta):
 
 
 
+
 @pytest.mark.parametrize(
     "make",
     [
         torch.nn.parameter.UninitializedBuffer,
         torch.nn.parameter.UninitializedParameter,
+        lambda: torch.ones(3).as_subclass(Counts).requires_grad_(),
         lambda: (-torch.ones(3)).as_subclass(Refuses),
         lambda: (-torch.ones(3)).as_subclass(Misreports),
     ],
 )
-def test_torch_function_is_back_on_after_a_call(make):
+def test_torch_function_is_back_on_after_a_call(path, make):
     # A refusal's words are read with __torch_function__ held off, inside
     # another such read: torch's own switch must be on again when both end.
     t = make()
-    try:
-        ops.abs(t)
-    except (ValueError, TypeError, RuntimeError):
-        pass
-    assert torch._C._is_torch_function_enabled()
+    for call in (lambda: ops.abs(t), lambda: ops.abs(torch.ones(3), out=t)):
+        try:
+            call()
+        except (ValueError, TypeError, RuntimeError):
+            pass
+        assert torch._C._is_torch_function_enabled()
