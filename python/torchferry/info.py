@@ -24,16 +24,23 @@ def _environment():
     return {name: _env_text(name) for name in names}
 
 
-def collect_unstarted():
-    """What `info` can show when the bridge did not start (torchferry.STARTUP_ERROR):
-    no plugin loaded, so there are only the versions, the places and the
-    variables, one of which the error names."""
+def _versions():
+    """The versions and places every `info` shows, started or not."""
     return {
         "torchferry": torchferry.__version__,
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "torch": torch.__version__,
         "torch_path": os.path.dirname(torch.__file__),
+    }
+
+
+def collect_unstarted():
+    """What `info` can show when the bridge did not start (torchferry.STARTUP_ERROR):
+    no plugin loaded, so there are only the versions, the places and the
+    variables, one of which the error names."""
+    return {
+        **_versions(),
         "startup_error": torchferry.STARTUP_ERROR,
         "environment": _environment(),
         "package_dir": torchferry.PLUGIN_DIR,
@@ -60,11 +67,7 @@ def collect():
     from . import bridge, plugins
 
     return {
-        "torchferry": torchferry.__version__,
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "torch": torch.__version__,
-        "torch_path": os.path.dirname(torch.__file__),
+        **_versions(),
         "bridge": bridge.info(),
         "path_counts": bridge.path_counts(),
         "plugin_search": {
