@@ -243,6 +243,9 @@ typedef struct tf_op_decl {
 #define TF_LOG_WARN 2
 #define TF_LOG_ERROR 3
 
+/* since 1.2: one share of a parallel loop, the indices [begin, end). */
+typedef void (*tf_parallel_fn)(int64_t begin, int64_t end, void* ctx);
+
 struct tf_host_api {
   size_t struct_size;
   uint32_t abi_version_major; /* the host's TF_ABI_VERSION_* */
@@ -260,6 +263,29 @@ struct tf_host_api {
        key "torch.version": since 1.0 (e.g. "2.14.1", NULL before torch is
          found) */
   const char* (*query)(const char* key);
+  /* --- since 1.2 --- */
+  /* Parallel work on the host's intra-op threads: torch's own pool where
+     torch exports one (torch_parallel_for), else the host's pool, which
+     follows torch.set_num_threads. parallel_for splits [begin, end) into
+     contiguous shares of at least `grain` indices (grain < 1 counts as 1) and
+     calls fn once per share, each index exactly once; the calling thread runs
+     a share too, and the call returns when every share has. fn runs inline
+     over the whole range on the calling thread when the range is at most one
+     grain, when num_threads() is 1, and when called from inside a share
+     (nested). Which thread runs which share is unspecified: a result that
+     must not depend on the thread count must not depend on the split. fn
+     must not throw, call into Python, or use any host service but
+     num_threads and thread_index; it reports failure through ctx (the host
+     cannot stop the other shares). Returns TF_ERROR_INVALID_ARGUMENT for
+     end < begin or a NULL fn (fn not called), else TF_OK once every share has
+     run. Safe after fork() in the child, and from many threads at once. */
+  tf_status (*parallel_for)(int64_t begin, int64_t end, int64_t grain,
+                            tf_parallel_fn fn, void* ctx);
+  /* The threads parallel_for may use, the caller's included (>= 1). */
+  int32_t (*num_threads)(void);
+  /* Inside a share: the running thread's index, 0 .. num_threads() - 1, for
+     per-thread scratch; 0 outside a parallel region. */
+  int32_t (*thread_index)(void);
 };
 
 /* ---------------------------------------------------------------------------
@@ -325,6 +351,8 @@ typedef struct tf_plugin {
 #define TF_HOST_API_V1_0_SIZE (offsetof(tf_host_api, query) + sizeof(void*))
 #define TF_CALL_V1_0_SIZE (offsetof(tf_call, error_sink) + sizeof(void*))
 #define TF_OP_DECL_V1_1_SIZE (offsetof(tf_op_decl, doc) + sizeof(void*))
+#define TF_HOST_API_V1_2_SIZE \
+  (offsetof(tf_host_api, thread_index) + sizeof(void*)) /* since 1.2 */
 
 /* The entry function. Returns the plugin's descriptor, or NULL when the plugin
    cannot serve this host (it should log why through host->log first). */
