@@ -67,7 +67,12 @@ def _scaling(ax, workload, lines):
     for name, (xs, ys) in lines.items():
         color, marker = styles.get(name, (None, "^"))
         ax.plot(xs, [y / 1e3 for y in ys], marker=marker, color=color, label=name, linewidth=1, markersize=3)
+    from matplotlib.ticker import FuncFormatter
+
     ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.6g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:,.3g}"))
+    ax.set_xticks(sorted({x for xs, _ in lines.values() for x in xs}))
     ax.set_xlabel("threads", fontsize=8)
     ax.set_ylabel("µs per call (log)", fontsize=8)
     ax.set_title(workload, fontsize=8)

@@ -76,7 +76,8 @@ def _workloads():
 
 
 def _scaling_notes(section):
-    """Each workload's speed-up from 1 thread to the most, both sides."""
+    """Each workload's speed-up from 1 thread to the most, both sides: the
+    time at 1 over the time at the most (below 1: the most is slower)."""
     notes = []
     by_workload = {}
     for case in section.cases:
@@ -89,7 +90,8 @@ def _scaling_notes(section):
             if a is not None and b is not None and a.ok and b.ok and b.median_ns > 0:
                 parts.append(f"{v} {a.median_ns / b.median_ns:.2f}×")
         if parts and first is not last:
-            notes.append(f"{name}: 1 → {last.label['threads']} threads speeds up " + ", ".join(parts))
+            notes.append(f"{name}: speed-up from 1 to {last.label['threads']} threads (time at 1 over time at "
+                         f"{last.label['threads']}; below 1: slower) " + ", ".join(parts))
     return notes
 
 
