@@ -230,9 +230,18 @@ def _shapes(ctx):
     return list(QUICK_SHAPES) if ctx.quick else list(SMALL_SHAPES) + [LARGE_SHAPE]
 
 
-def _one_thread(ctx):
+# torch splits an op over threads only past this many elements
+# (at::internal::GRAIN_SIZE): below it both columns would time the same
+# single-threaded call again, so the 1-thread pair is left out there.
+TORCH_GRAIN = 32768
+
+
+def _one_thread(ctx, elements=None):
     """Whether the 1-thread pair is measured beside the run's own: only when
-    the run's count is not already 1, and not on a GPU (no torch threads)."""
+    the run's count is not already 1, not on a GPU (no torch threads), and,
+    for a row of `elements`, where torch could use a second thread."""
+    if elements is not None and elements < TORCH_GRAIN:
+        return False
     return ctx.threads > 1 and ctx.device == "cpu"
 
 
@@ -274,7 +283,8 @@ def _case(ctx, op, dtype, shape, small_op=True, causal=False, large=None, small_
 
     variants, ratio_over = [ferry, eager], {}
     targets = [goal(FERRY, None, at)] if small_op else []
-    if _one_thread(ctx):
+    tensor_elements = sum(t.numel() for t in tensors.values())
+    if _one_thread(ctx, tensor_elements):
         # The pair again at one thread, interleaved in the same rounds; its
         # ratio is over torch at one thread, never over torch at many.
         ferry_timer = ferry.timer
@@ -301,7 +311,7 @@ def _case(ctx, op, dtype, shape, small_op=True, causal=False, large=None, small_
         compare(variants, settings),
         reference=EAGER,
         targets=targets,
-        extra={"elements": numel, "large": large, "limit": limit},
+        extra={"elements": numel, "tensor_elements": tensor_elements, "large": large, "limit": limit},
         ratio_over=ratio_over,
     )
 
@@ -331,7 +341,9 @@ def _method_threads(ctx):
             "says otherwise; the CPU plugin follows torch's count)")
     if _one_thread(ctx):
         text += (f"; the `{FERRY_1}` and `{EAGER_1}` columns are the same pair with torch and the plugin at one "
-                 f"thread, in the same rounds, and `{FERRY_1}`'s ratio is over `{EAGER_1}`")
+                 f"thread, in the same rounds, and `{FERRY_1}`'s ratio is over `{EAGER_1}`; they are left out of "
+                 f"rows whose tensors hold fewer than {TORCH_GRAIN} elements in all, below which torch uses one "
+                 "thread anyway")
     return text
 
 
