@@ -303,9 +303,14 @@ def _case(ctx, op, dtype, shape, small_op=True, causal=False, large=None, small_
     targets.append(Target(GAP, "max_ns", 300, "dispatch gap ≤ 0.3 µs"))
     numel = math.prod(shape)
     label_shape = str(shape) + (" causal" if causal else "")
-    # A comparison's budget stays what three variants had: the 1-thread pair
-    # costs rounds (the slow rows keep at least min_rounds), not run time.
-    settings = dataclasses.replace(ctx.settings, case_budget_s=ctx.settings.case_budget_s * 3 / len(variants))
+    # A comparison's time stays what three variants had: the 1-thread pair
+    # costs rounds (never fewer than min_rounds), not run time.
+    share = 3 / len(variants)
+    settings = dataclasses.replace(
+        ctx.settings,
+        rounds=max(ctx.settings.min_rounds, round(ctx.settings.rounds * share)),
+        case_budget_s=ctx.settings.case_budget_s * share,
+    )
     return Case(
         {"op": op.name, "dtype": _dtype_name(dtype), "shape": label_shape, "plugin": served_by or "none"},
         compare(variants, settings),

@@ -70,7 +70,7 @@ def build_parser():
         "(default: the cores this process may run on)",
     )
     bench.add_argument("--json", metavar="PATH", help="write the results JSON here")
-    bench.add_argument("--plot", metavar="PATH", help="write the PNG bar chart here")
+    bench.add_argument("--plot", metavar="PATH", help="write the PNG chart here")
     bench.add_argument(
         "--out-dir",
         metavar="DIR",
