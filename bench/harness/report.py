@@ -68,7 +68,9 @@ def _skips(section):
 
 def wide(section):
     variants = []
-    for case in section.cases:
+    # The fullest case first: a column that only some rows have keeps its
+    # place beside its pair rather than after the columns every row has.
+    for case in sorted(section.cases, key=lambda c: -len(c.results)):
         variants += [n for n in case.results if n not in variants]
     label_keys = list(section.cases[0].label) if section.cases else []
     has_targets = any(c.targets for c in section.cases)
