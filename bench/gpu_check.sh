@@ -38,6 +38,11 @@
 #                     tensors, cuda.core's StridedMemoryView beside ours
 #   compile (cuda)    torch.compile(fullgraph=True) of CUDA ops, equal to eager
 #   bench             python -m torchferry bench --device cuda --quick
+#   threads           python -m torchferry bench --sections threads --quick on
+#                     the CPU: torch's and the CPU plugin's thread count swept
+#                     from 1 to every core this process may use (the scaling
+#                     figure a 2-core machine cannot give); runs with or
+#                     without a GPU
 #
 # Environment:
 #   OUT                        where the results go (default ./gpu-check-out)
@@ -340,9 +345,16 @@ PYEOF
     echo "bench: this build of torchferry has no benchmark module (torchferry.bench); skipped"
     record bench skipped 0 0 "torchferry.bench is not in this build"
   fi
+  # The thread sweep: CPU tensors, so it runs whether or not a GPU is seen.
+  if "$PY" -c "import torchferry.bench" 2>/dev/null; then
+    run_step threads 150 "$SCRATCH/threads.json" "$PY" -m torchferry bench --sections threads --quick \
+      --json "$SCRATCH/threads.json" --out-dir "$SCRATCH/threads-out"
+  else
+    record threads skipped 0 0 "torchferry.bench is not in this build"
+  fi
 else
   echo "torchferry does not import from $SITE; the package checks are skipped"
-  for step in "ops (torchferry)" bridge "compile (cuda)" bench; do
+  for step in "ops (torchferry)" bridge "compile (cuda)" bench threads; do
     record "$step" skipped 0 0 "the torchferry package did not build or import"
   done
 fi

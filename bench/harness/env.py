@@ -92,11 +92,13 @@ def collect(device):
 def summary_line(info):
     m = info["machine"]
     threads = info["torch_threads"]
+    source = info.get("torch_threads_source")
     load = info.get("load_average_at_start")
     load_text = f", load average {load[0]:g} at start" if load else ""
     return (
         f"{info['date_utc']} · {m['cpu']}, {m['usable_cpus']} CPUs{load_text} ({m['os']}) · "
-        f"Python {info['python']} · torch {info['torch']} ({threads} thread{'' if threads == 1 else 's'}) · "
+        f"Python {info['python']} · torch {info['torch']} ({threads} thread{'' if threads == 1 else 's'}"
+        f"{', ' + source if source else ''}) · "
         f"torchferry {info['torchferry']}, bridge path {info['bridge']['path']} · "
         f"device {info['device']}" + (f" ({info['gpu']})" if info.get("gpu") else "")
     )

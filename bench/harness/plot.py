@@ -1,4 +1,6 @@
-"""The PNG bar chart of sections 1 to 4 (matplotlib, no display needed)."""
+"""The PNG chart: bars for sections 1 to 4, and for section 8 the time of
+each workload against the thread count, torchferry beside torch
+(matplotlib, no display needed)."""
 
 import textwrap
 
@@ -44,6 +46,41 @@ def _ok_rows(section, with_label=True):
     return labels, values
 
 
+THREADS = 8  # the section plotted as lines, one panel per workload
+
+
+def _workloads(section):
+    """{workload: {variant: ([threads], [ns])}}, in the section's order."""
+    out = {}
+    for case in section.cases:
+        lines = out.setdefault(case.label["workload"], {})
+        for name, r in case.results.items():
+            if r.ok:
+                xs, ys = lines.setdefault(name, ([], []))
+                xs.append(case.label["threads"])
+                ys.append(r.median_ns)
+    return out
+
+
+def _scaling(ax, workload, lines):
+    styles = {"torchferry": ("#4C72B0", "o"), "torch": ("#C44E52", "s")}
+    for name, (xs, ys) in lines.items():
+        color, marker = styles.get(name, (None, "^"))
+        ax.plot(xs, [y / 1e3 for y in ys], marker=marker, color=color, label=name, linewidth=1, markersize=3)
+    from matplotlib.ticker import FuncFormatter
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.6g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:,.3g}"))
+    ax.set_xticks(sorted({x for xs, _ in lines.values() for x in xs}))
+    ax.set_xlabel("threads", fontsize=8)
+    ax.set_ylabel("µs per call (log)", fontsize=8)
+    ax.set_title(workload, fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(True, which="both", linewidth=0.3)
+    ax.legend(fontsize=7)
+
+
 def write(path, sections, subtitle):
     import matplotlib
 
@@ -52,16 +89,24 @@ def write(path, sections, subtitle):
 
     by_number = {s.number: s for s in sections if not s.skipped and s.cases}
     panels = [n for n in (1, 2, 3, 4) if n in by_number]
+    workloads = _workloads(by_number[THREADS]) if THREADS in by_number else {}
+    panels += [(THREADS, w) for w in workloads]
     if not panels:
         return False
     heights = []
     for n in panels:
+        if isinstance(n, tuple):
+            heights.append(2.6)
+            continue
         rows = len(by_number[n].cases) if n == 4 else len(_ok_rows(by_number[n])[0])
         heights.append(max(2.0, 0.18 * rows + 1.0))
     fig, axes = plt.subplots(len(panels), 1, figsize=(9, sum(heights) + 0.5), gridspec_kw={"height_ratios": heights})
     if len(panels) == 1:
         axes = [axes]
     for ax, n in zip(axes, panels):
+        if isinstance(n, tuple):
+            _scaling(ax, f"{THREADS}. {by_number[THREADS].title}: {n[1]}", workloads[n[1]])
+            continue
         s = by_number[n]
         if n == 4:
             labels, values, colors = [], [], []
@@ -70,7 +115,7 @@ def write(path, sections, subtitle):
                 if r is not None:
                     labels.append(f"{case.label['op']} {case.label['dtype']} {case.label['shape']}")
                     values.append(r)
-                    goal = 1.05 if case.extra.get("large") else 0.5
+                    goal = case.extra.get("limit") or (1.05 if case.extra.get("large") else 0.5)
                     colors.append("#55A868" if r <= goal else "#DD8452")
             _bars(ax, labels, values, f"{n}. {s.title}: torchferry time / torch eager time (green: target met)",
                   "ratio (log; lower is better)", lines=[(0.5, "0.5× (small-shape target)"), (1.0, "torch eager")],

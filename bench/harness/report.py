@@ -24,7 +24,7 @@ def cell(case, name, no_ratio):
     if not r.ok:
         return "skipped"
     text = f"{ns(r.median_ns)} ±{ns(r.spread_ns)}"
-    if name == case.reference:
+    if name in case.references():
         return text + " (ref)"
     if name in no_ratio or case.ratio(name) is None:
         return text
@@ -68,11 +68,13 @@ def _skips(section):
 
 def wide(section):
     variants = []
-    for case in section.cases:
+    # The fullest case first: a column that only some rows have keeps its
+    # place beside its pair rather than after the columns every row has.
+    for case in sorted(section.cases, key=lambda c: -len(c.results)):
         variants += [n for n in case.results if n not in variants]
     label_keys = list(section.cases[0].label) if section.cases else []
     has_targets = any(c.targets for c in section.cases)
-    header = label_keys + [f"{v} (ns)" for v in variants] + (["targets"] if has_targets else [])
+    header = label_keys + [f"{section.headers.get(v, v)} (ns)" for v in variants] + (["targets"] if has_targets else [])
     rows = []
     for case in section.cases:
         row = [str(case.label[k]) for k in label_keys]
@@ -92,7 +94,7 @@ def long(section):
             targets = [t for t in case.targets if t.variant == name]
             row = [str(case.label[k]) for k in label_keys]
             if r.ok:
-                ratio = "ref" if name == case.reference else ratio_text(case.ratio(name))
+                ratio = "ref" if name in case.references() else ratio_text(case.ratio(name))
                 row += [name, ns(r.median_ns), ns(r.spread_ns), ratio]
             else:
                 row += [name, "skipped", "", ""]
@@ -133,17 +135,24 @@ def targets_summary(sections):
                 if met is None:
                     continue
                 label = label_text(case.label)
-                rows.append((s.number, t.text, label, met))
+                rows.append((s.number, t.text, label, met, t.need))
     if not rows:
         return []
     lines = ["### Targets (goals, not assertions)", ""]
     by_goal = {}
-    for number, text, label, met in rows:
+    need = {}
+    for number, text, label, met, n in rows:
         by_goal.setdefault((number, text), []).append((label, met))
+        if n is not None:
+            need[(number, text)] = n
     out = []
     for (number, text), items in by_goal.items():
         missed = [label for label, met in items if not met]
         status = f"met in {len(items) - len(missed)} of {len(items)}"
+        if (number, text) in need:
+            # A goal over a group: so many of its cases, not every one.
+            n = need[(number, text)]
+            status += f" (goal: ≥ {n} of {len(items)} {'✓' if len(items) - len(missed) >= n else '✗'})"
         if missed:
             status += "; missed: " + "; ".join(missed[:8]) + (" …" if len(missed) > 8 else "")
         out.append([str(number), text, status])

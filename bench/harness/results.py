@@ -23,10 +23,11 @@ class Target:
     text: str
     minus: str = None
     over: str = None
+    need: int = None  # of the cases holding this goal, how many must meet it (None: every one)
 
     def denominator(self, case):
         """The variant the ratio is taken over: `over`, else the reference."""
-        return self.over or case.reference
+        return self.over or case.denominator(self.variant)
 
     def measured(self, case):
         r = case.results.get(self.variant)
@@ -52,7 +53,7 @@ class Target:
 
     @staticmethod
     def from_dict(d):
-        return Target(d["variant"], d["kind"], d["value"], d["text"], d.get("minus"), d.get("over"))
+        return Target(d["variant"], d["kind"], d["value"], d["text"], d.get("minus"), d.get("over"), d.get("need"))
 
     def as_dict(self, case):
         return {
@@ -62,6 +63,7 @@ class Target:
             "text": self.text,
             "minus": self.minus,
             "over": self.over,
+            "need": self.need,
             "measured": self.measured(case),
             "met": self.met(case),
         }
@@ -74,12 +76,24 @@ class Case:
     reference: str  # the variant every ratio is taken against; None: no ratios
     targets: list = field(default_factory=list)
     extra: dict = field(default_factory=dict)  # anything else worth keeping
+    # variant -> the variant its ratio is taken over instead of the
+    # reference: a second pair measured in the same rounds (torchferry and
+    # torch both at one thread beside both at torch's default count).
+    ratio_over: dict = field(default_factory=dict)
+
+    def denominator(self, name):
+        return self.ratio_over.get(name, self.reference)
+
+    def references(self):
+        """Every variant some ratio is taken over."""
+        return {self.reference, *self.ratio_over.values()} - {None}
 
     def ratio(self, name):
-        """median(name) / median(reference), or None when either is missing."""
-        if self.reference is None:
+        """median(name) / median(its reference), or None when either is missing."""
+        denominator = self.denominator(name)
+        if denominator is None:
             return None
-        r, ref = self.results.get(name), self.results.get(self.reference)
+        r, ref = self.results.get(name), self.results.get(denominator)
         if r is None or ref is None or not r.ok or not ref.ok or ref.median_ns <= 0:
             return None
         return r.median_ns / ref.median_ns
@@ -94,6 +108,7 @@ class Case:
             },
             "targets": [t.as_dict(self) for t in self.targets],
             "extra": self.extra,
+            "ratio_over": self.ratio_over,
         }
 
     @staticmethod
@@ -104,6 +119,7 @@ class Case:
             d["reference"],
             [Target.from_dict(t) for t in d["targets"]],
             d.get("extra", {}),
+            d.get("ratio_over", {}),
         )
 
 
@@ -119,6 +135,7 @@ class Section:
     notes: list = field(default_factory=list)
     seconds: float = 0.0
     no_ratio: list = field(default_factory=list)  # variants shown without a ratio
+    headers: dict = field(default_factory=dict)  # variant -> its column's title where the name says less
 
     def as_dict(self):
         return {
@@ -131,6 +148,7 @@ class Section:
             "seconds": round(self.seconds, 2),
             "layout": self.layout,
             "no_ratio": self.no_ratio,
+            "headers": self.headers,
             "cases": [c.as_dict() for c in self.cases],
         }
 
@@ -148,4 +166,5 @@ class Section:
             notes=d.get("notes", []),
             seconds=d.get("seconds", 0.0),
             no_ratio=d.get("no_ratio", []),
+            headers=d.get("headers", {}),
         )

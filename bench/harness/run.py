@@ -8,7 +8,16 @@ import time
 from dataclasses import dataclass
 
 from . import env, peers, report
-from . import section_aten, section_bridge, section_call, section_llama, section_loader, section_ops, section_view
+from . import (
+    section_aten,
+    section_bridge,
+    section_call,
+    section_llama,
+    section_loader,
+    section_ops,
+    section_threads,
+    section_view,
+)
 from .progress import Progress
 from .results import Section
 from .timing import Settings
@@ -21,6 +30,7 @@ SECTIONS = {
     "aten": (5, section_aten),
     "loader": (6, section_loader),
     "llama": (7, section_llama),
+    "threads": (8, section_threads),
 }
 
 
@@ -32,18 +42,29 @@ class Context:
     peers: dict
     progress: Progress
     sync: object  # called at the end of each round on a GPU, else None
+    threads: int = 1  # torch's intra-op threads for the run's main columns
+    max_threads: int = 1  # the threads section sweeps 1 .. this
 
 
-def torch_threads():
-    """torch's intra-op threads for the run: 1 unless TORCHFERRY_BENCH_THREADS
-    says otherwise. The CPU plugin runs each call on one thread, and on a
-    shared machine a second torch thread waits for a free core at every
-    parallel region, so one thread each is the comparison that holds."""
-    text = os.environ.get("TORCHFERRY_BENCH_THREADS", "1")
+def torch_threads(default):
+    """torch's intra-op threads for the run: `default`, torch's own count
+    (every core, as a user runs it), unless TORCHFERRY_BENCH_THREADS names
+    another. The CPU plugin follows the same count through the host's
+    parallel service, so one setting holds both sides."""
+    text = os.environ.get("TORCHFERRY_BENCH_THREADS", "")
     try:
-        return max(1, int(text))
+        return max(1, int(text)) if text.strip() else default
     except ValueError:
-        return 1
+        return default
+
+
+def usable_cpus():
+    """The cores this process may run on: its affinity mask where the OS
+    has one (a container's share, not the host's count), else os.cpu_count()."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 def parse_sections(text):
@@ -56,7 +77,7 @@ def parse_sections(text):
         part = part.strip()
         key = by_number.get(part, part)
         if key not in SECTIONS:
-            raise ValueError(f"unknown section {part!r}; expected one of {', '.join(SECTIONS)} or 1-6")
+            raise ValueError(f"unknown section {part!r}; expected one of {', '.join(SECTIONS)} or 1-{len(SECTIONS)}")
         if key not in chosen:
             chosen.append(key)
     return sorted(chosen, key=lambda k: SECTIONS[k][0])
@@ -103,7 +124,8 @@ def main(args):
                   create=True)
     writable_file(plot_path, "--plot" if args.plot else "--out-dir", "name a file in a folder you can write to",
                   create=True)
-    threads = torch_threads()
+    # Read before anything sets it: torch's own default, the count a user gets.
+    threads = torch_threads(torch.get_num_threads())
     torch.set_num_threads(threads)
     settings = Settings.for_run(args.quick)
     progress = Progress()
@@ -115,8 +137,14 @@ def main(args):
         peers=peers.load(),
         progress=progress,
         sync=torch.cuda.synchronize if args.device == "cuda" else None,
+        threads=threads,
+        max_threads=getattr(args, "max_threads", None) or usable_cpus(),
     )
     info = env.collect(args.device)
+    info["torch_threads_source"] = (
+        "TORCHFERRY_BENCH_THREADS" if os.environ.get("TORCHFERRY_BENCH_THREADS", "").strip() else "torch's default"
+    )
+    info["max_threads"] = ctx.max_threads
     info["peers"] = {name: p.as_dict() for name, p in ctx.peers.items()}
     sections = []
     for key in chosen:
@@ -127,6 +155,9 @@ def main(args):
             section = module.run(ctx)
         except Exception as e:  # one broken section must not cost the others
             section = _failed_section(key, e)
+        finally:
+            # A section that timed other counts leaves the run's own behind it.
+            torch.set_num_threads(threads)
         section.seconds = time.monotonic() - start
         sections.append(section)
     progress.done()
@@ -154,7 +185,7 @@ def main(args):
         if plot.write(plot_path, sections, env.summary_line(info)):
             written.append(plot_path)
         else:
-            print("torchferry bench: no chart: none of sections 1-4 ran", file=sys.stderr)
+            print("torchferry bench: no chart: none of sections 1-4 or 8 ran", file=sys.stderr)
     except Exception as e:  # matplotlib missing or failing: the JSON still stands
         print(f"torchferry bench: no chart ({type(e).__name__}: {e})", file=sys.stderr)
     print(f"torchferry bench: {info['seconds']} s; wrote {', '.join(written)}", file=sys.stderr)

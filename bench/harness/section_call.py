@@ -14,7 +14,7 @@ from torchferry import _C, bridge
 
 from .results import Case, Section, Target
 from .section_bridge import on_path, paths
-from .timing import Variant, compare, python_timer
+from .timing import Variant, at_threads, compare, python_timer
 
 SHAPE = [8, 4096]
 COUNTS = (1, 3, 8)
@@ -23,6 +23,9 @@ TVM = "tvm-ffi function"
 TORCH_DOOR = "torch.ops.torchferry.noop"
 CUSTOM_OP = "custom_op doing nothing"
 SHIM_PAIR = "torch's shim pair × n"
+# The reference again with torch (and the plugin) at one thread: a call that
+# does no parallel work must cost the same at any count.
+ONE_THREAD = f"{REFERENCE}, 1 thread"
 
 
 def _nothing_op():
@@ -49,6 +52,8 @@ def _variants(ctx, n):
         return on_path(path, python_timer(call, ctx.sync, f=torchferry.ops.noop, **tensors))
 
     variants = [Variant(REFERENCE, noop_on(auto), note=f"{auto} path")]
+    if ctx.threads > 1 and ctx.device == "cpu":
+        variants.append(Variant(ONE_THREAD, noop_on(auto), note=f"{auto} path"))
     variants += [Variant(f"{REFERENCE} [{p}]", noop_on(p)) for p in others]
     if bridge.shim_available():
         # What torch's conversion and delete cost for the call's n tensors,
@@ -70,6 +75,12 @@ def _variants(ctx, n):
         variants.append(Variant(CUSTOM_OP, python_timer(listed, ctx.sync, f=_nothing_op(), **tensors)))
     else:
         variants.append(Variant(CUSTOM_OP, reason=f"torch {torch.__version__} has no torch.library.custom_op (torch >= 2.4)"))
+    if ctx.threads > 1 and ctx.device == "cpu":
+        # Each round sets its own count: the one-thread column's must not
+        # carry over into the next variant's.
+        for v in variants:
+            if v.timer is not None:
+                v.timer = at_threads(1 if v.name == ONE_THREAD else ctx.threads, v.timer)
     return variants
 
 
@@ -81,7 +92,9 @@ def run(ctx):
         f"ns per call from Python; float32 tensors of shape {SHAPE}. Reference: `torchferry.ops.noop` on "
         "the path torchferry chose; the tvm-ffi peer is a typed C++ function of as many `TensorView`s; "
         f"`{TORCH_DOOR}` is the same op through torch's dispatcher (the custom op compiled graphs call), "
-        f"`{CUSTOM_OP}` a `torch.library.custom_op` of the tensor list whose body is `return None`.",
+        f"`{CUSTOM_OP}` a `torch.library.custom_op` of the tensor list whose body is `return None`. "
+        f"Every column runs with torch at {torch.get_num_threads()} intra-op thread(s) but `{ONE_THREAD}`, the "
+        "reference at one thread in the same rounds (shown when the run's count is above 1).",
         layout="wide",
     )
     try:

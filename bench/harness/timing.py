@@ -134,6 +134,22 @@ def python_timer(stmt, sync=None, **names):
     return run
 
 
+def at_threads(threads, timer):
+    """`timer` with torch held at `threads` intra-op threads for its rounds.
+    The count is set before the timed span: variants at different counts can
+    share interleaved rounds, and the switch is never in a figure. The CPU
+    plugin's kernels follow the same count (the host's parallel service
+    reads torch's)."""
+    import torch
+
+    def run(k):
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+        return timer(k)
+
+    return run
+
+
 def _describe(error):
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}".strip().rstrip(":")

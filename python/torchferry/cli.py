@@ -59,10 +59,18 @@ def build_parser():
     bench.add_argument(
         "--sections",
         default="all",
-        help="comma-separated sections to run: bridge,view,call,ops,aten,loader,llama (default all)",
+        help="comma-separated sections to run: bridge,view,call,ops,aten,loader,llama,threads "
+        "(default all)",
+    )
+    bench.add_argument(
+        "--max-threads",
+        metavar="N",
+        type=_positive_int,
+        help="the threads section sweeps torch's (and the CPU plugin's) thread count from 1 to N "
+        "(default: the cores this process may run on)",
     )
     bench.add_argument("--json", metavar="PATH", help="write the results JSON here")
-    bench.add_argument("--plot", metavar="PATH", help="write the PNG bar chart here")
+    bench.add_argument("--plot", metavar="PATH", help="write the PNG chart here")
     bench.add_argument(
         "--out-dir",
         metavar="DIR",
