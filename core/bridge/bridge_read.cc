@@ -2,6 +2,7 @@
 // keep a kernel inside its memory (storage fit, negative bit, wrapper
 // subclasses); DLPack producers go on to dlpack_import.cc.
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join, which fmt 11 moved here
 
 #include <cstdlib>
 #include <cstring>

@@ -212,10 +212,10 @@ void ProbeRequiresGrad(PyObject* torch_module) {
       Py_XDECREF(value);
       break;
     }
-    const bool requires = value == Py_True;
+    const bool wants_grad = value == Py_True;
     Py_DECREF(value);
-    seen[requires] = true;
-    if (fn_ok) fn_ok = fn(impl) == requires;
+    seen[wants_grad] = true;
+    if (fn_ok) fn_ok = fn(impl) == wants_grad;
     if (meta_ok) metas[i] = WordAt<const void*>(impl, at);
   }
   // No metadata for a fresh tensor; distinct metadata for the others.
@@ -415,8 +415,8 @@ const std::string& GradCheckDetail() { return g_grad_detail; }
 bool CheckNoGrad(const char* op, const TensorRef& ref, bool out_given,
                  CallFrame& f, bool* getter_ran) {
   if (!ref.is_torch()) return true;  // not torch's
-  int requires = ImplRequiresGradOf(ref);
-  if (requires < 0) {
+  int grad = ImplRequiresGradOf(ref);
+  if (grad < 0) {
     // torch's getter itself, never the object's class's, with
     // __torch_function__ held off: a subclass or a mode has no say.
     const Bridge::HeldOff held(Bridge::Get(), ref.object);
@@ -426,10 +426,10 @@ bool CheckNoGrad(const char* op, const TensorRef& ref, bool out_given,
     }
     PyObject* value = g_requires_grad_get(ref.object, g_requires_grad_closure);
     if (value == nullptr) return false;
-    requires = value == Py_True;
+    grad = value == Py_True;
     Py_DECREF(value);
   }
-  if (!requires) return true;
+  if (!grad) return true;
   return RaiseError(
       PyExc_RuntimeError,
       fmt::format("{}(): {} support automatic differentiation, but one of "

@@ -25,6 +25,21 @@ namespace {
 // does a BLIS built without the skx configuration.
 constexpr int64_t kWideRows = 64;
 
+// The native context of what bli_gks_lookup_id returns, whose type changed:
+// cntx_t** in BLIS 0.9 (Debian 12), const cntx_t* const* in 1.x (Debian 13),
+// the native context itself (const cntx_t*) in 2.x (Debian unstable). 0.9's
+// calls take a cntx_t*, so that type is kept; BLIS never writes through it.
+inline cntx_t* NativeContext(cntx_t** contexts) {
+  return contexts != nullptr ? contexts[BLIS_NAT] : nullptr;
+}
+inline cntx_t* NativeContext(const cntx_t* const* contexts) {
+  return contexts != nullptr ? const_cast<cntx_t*>(contexts[BLIS_NAT])
+                             : nullptr;
+}
+inline cntx_t* NativeContext(const cntx_t* context) {
+  return const_cast<cntx_t*>(context);
+}
+
 cntx_t* WideContext() {
   static cntx_t* const context = []() -> cntx_t* {
     bli_init();
@@ -32,8 +47,7 @@ cntx_t* WideContext() {
         bli_arch_query_id() != BLIS_ARCH_HASWELL) {
       return nullptr;  // BLIS's own
     }
-    cntx_t** skx = bli_gks_lookup_id(BLIS_ARCH_SKX);
-    return skx != nullptr ? skx[BLIS_NAT] : nullptr;
+    return NativeContext(bli_gks_lookup_id(BLIS_ARCH_SKX));
   }();
   return context;
 }

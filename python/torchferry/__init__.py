@@ -12,7 +12,13 @@ path counters, `torchferry.plugins` what was loaded and what was skipped.
 
 import os as _os
 
-import torch as _torch
+from . import gil as _gil
+
+# Before torch and the native core: the reason a free-threaded interpreter is
+# refused is the same whatever torch it has.
+_gil.check()
+
+import torch as _torch  # noqa: E402
 
 __version__ = "0.1.0"
 

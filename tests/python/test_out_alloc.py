@@ -82,7 +82,9 @@ def test_the_storage_resizes_and_is_freed_with_the_tensor(route):
     out.fill_(2.0)
     assert out.sum().item() == 2.0 * 8 * 4096
     out = ops.add(x, x)
-    assert sys.getrefcount(out) == 2  # the name and the call's argument
+    # The name and the call's argument; CPython 3.14 on borrows the argument
+    # from the frame's stack, so there only the name counts.
+    assert sys.getrefcount(out) == (1 if sys.version_info >= (3, 14) else 2)
     # no at::Tensor left behind (Tensor._use_count: torch >= 2.4)
     assert getattr(out, "_use_count", lambda: 1)() == 1
     gone = weakref.ref(out)

