@@ -27,10 +27,10 @@
 #include "core/bridge/bump.h"
 #include "core/bridge/dlpack_abi.h"
 #include "core/bridge/dtypes.h"
+#include "core/bridge/libtorch_symbols.h"
 #include "core/bridge/meta_probe.h"
 #include "core/bridge/storage_probe.h"
 #include "core/bridge/version_counter.h"
-#include "core/python/torch_library.h"
 
 namespace torchferry {
 

@@ -10,7 +10,7 @@
 #include "core/bridge/bridge.h"
 #include "core/bridge/bridge_internal.h"
 #include "core/bridge/impl_words.h"
-#include "core/python/py_errors.h"
+#include "core/bridge/py_errors.h"
 
 namespace torchferry {
 

@@ -22,7 +22,7 @@
 
 #include "abi/torchferry.h"
 #include "core/bridge/bridge.h"
-#include "core/python/py_errors.h"
+#include "core/bridge/py_errors.h"
 #include "loader/loader.h"
 
 namespace torchferry {

@@ -7,17 +7,10 @@
 #include <Python.h>
 
 #include "core/prepare/call_frame.h"
-#include "core/python/py_args.h"
+#include "core/prepare/op_description.h"
 #include "loader/op_table.h"
 
 namespace torchferry {
-
-struct OpFunction;
-
-// Fills `frame` from the parsed arguments, or returns false with a Python
-// exception set.
-using PrepareFn = bool (*)(const OpFunction& fn, const ParsedArgs& args,
-                           CallFrame& frame);
 
 // The rule for a geometry; nullptr for kNoop, which takes *tensors.
 PrepareFn PrepareFor(Geometry geometry);

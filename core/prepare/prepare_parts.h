@@ -10,7 +10,7 @@
 
 #include "core/bridge/dtypes.h"
 #include "core/prepare/call_frame.h"
-#include "core/python/py_args.h"
+#include "core/prepare/op_description.h"
 #include "loader/op_schema.h"
 
 namespace torchferry {

@@ -6,8 +6,10 @@
 #include <deque>
 #include <vector>
 
+#include "core/bridge/py_errors.h"
+#include "core/prepare/prepare.h"
 #include "core/python/dispatch.h"
-#include "core/python/py_errors.h"
+#include "core/python/readiness.h"
 
 namespace torchferry {
 namespace {
@@ -111,7 +113,7 @@ PyObject* CallOp(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
   if (!ParseStream(parsed.stream, &stream)) return nullptr;
   CallFrame frame(Bridge::Get(), fn.name.c_str());
   if (!PrepareCall(fn, parsed, frame)) return nullptr;
-  return Dispatcher::Get().Run(fn.id, frame, stream);
+  return Dispatch(fn, frame, stream);
 }
 
 PyObject* CallNoop(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
@@ -119,7 +121,7 @@ PyObject* CallNoop(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   if (!EnsureReady("noop")) return nullptr;
   CallFrame frame(Bridge::Get(), "noop");
   if (!PrepareNoop(args, nargs, frame)) return nullptr;
-  return Dispatcher::Get().Run(fn.id, frame, StreamArg{});
+  return Dispatch(fn, frame, StreamArg{});
 }
 
 // The signature as Python writes it, e.g.
