@@ -35,7 +35,7 @@ constexpr int kMaxRank = TF_MAX_NDIM;
 constexpr int kInlineTensors = 12;
 
 // Where a frame's tensors come from when not from Python: the call-argument
-// fuzzer hands the preparation rules (core/prepare/prepare.cc) placeholder
+// fuzzer hands the preparation rules (PrepareFor) placeholder
 // objects and answers for them with views it built itself, so that it runs the
 // very checks a call from Python runs.
 class TensorSource {

@@ -16,6 +16,13 @@
 
 namespace torchferry {
 
+bool NumberMayStandFor(const OpFunction& fn, size_t index) {
+  if (fn.schema.args[index].type != ArgType::kTensor) return false;
+  const Geometry g = fn.entry->geometry;
+  return (g == Geometry::kBroadcast && index == 1) ||
+         (g == Geometry::kClamp && index > 0);
+}
+
 PrepareFn PrepareFor(Geometry geometry) {
   switch (geometry) {
     case Geometry::kSameShape:

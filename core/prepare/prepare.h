@@ -15,6 +15,12 @@ namespace torchferry {
 // The rule for a geometry; nullptr for kNoop, which takes *tensors.
 PrepareFn PrepareFor(Geometry geometry);
 
+// Whether a Python number may stand for the tensor argument `index` of the
+// schema: the second operand of a broadcast (ops.mul(x, 0.5)) and clamp's
+// bounds. The door makes such numbers plain, ops.schemas() says "number_ok",
+// and the rules of those geometries take them.
+bool NumberMayStandFor(const OpFunction& fn, size_t index);
+
 // Runs fn.prepare, and again from the top where Python ran after a tensor
 // was read (CallFrame says why): afterwards, nothing read can be stale.
 bool PrepareCall(const OpFunction& fn, const ParsedArgs& args,

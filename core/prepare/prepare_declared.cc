@@ -179,11 +179,7 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
       return false;
     }
     if (a.in_place()) {
-      if (!CheckWritable(op, *r, name) ||
-          (r->is_torch() && !Bridge::Get().versions().CheckWritable(
-                                op, name, r->object, r->probe_handle()))) {
-        return false;
-      }
+      if (!CheckWritable(op, *r, name)) return false;
       in_place_names[num_in_place] = name;
       in_place[num_in_place++] = r;
     }

@@ -103,10 +103,6 @@ bool PrepareAddRmsNorm(const OpFunction& fn, const ParsedArgs& args,
       !CheckWritable(op, *r, "residual")) {
     return false;
   }
-  if (r->is_torch() && !Bridge::Get().versions().CheckWritable(
-                           op, "residual", r->object, r->probe_handle())) {
-    return false;
-  }
   TensorRef* w = TakeRowWeight(op, args.values[2], f, *x);
   if (w == nullptr) return false;
   double eps;
