@@ -127,7 +127,7 @@ struct OffsetCalibration {
 // Where the TensorImpl keeps its DispatchKeySet, and which bit of it is
 // DispatchKey::Negative: found at start-up by comparing the words of known
 // tensors with torch._C._dispatch_keys(t).raw_repr(). Without it the bridge
-// asks Tensor.is_neg, which is correct but costs ~50 ns per tensor.
+// asks Tensor.is_neg, which is correct but a Python call per tensor.
 struct NegBitProbe {
   bool ok = false;
   Py_ssize_t keyset_offset = 0;  // bytes into the TensorImpl
