@@ -10,8 +10,8 @@
 // so entries are never reordered or removed within ABI major 1; the frozen
 // op lists of tests/abi/v1_*/ops.txt hold them there), date it with the
 // header's TF_ABI_VERSION_MINOR (`minor`), give it a
-// Geometry (a new one only when no existing rule shapes its output; core/
-// prepare.cc holds the hooks), write its kernels, and test it.
+// Geometry (a new one only when no existing rule shapes its output, and its
+// rule in PrepareFor), write its kernels, and test it.
 #pragma once
 
 #include <array>
@@ -82,7 +82,7 @@ enum class AliasRule : uint8_t {
 
 // How the output's shape follows from the inputs, and the rest of what the
 // host checks and rewrites that a schema cannot say. Each value has one
-// preparation rule in core/prepare/prepare.cc.
+// preparation rule, which PrepareFor (core/prepare/prepare.h) names.
 enum class Geometry : uint8_t {
   kSameShape,      // out: the input's shape
   kBroadcast,      // tensor inputs broadcast together; out: the result
@@ -97,13 +97,30 @@ enum class Geometry : uint8_t {
   kEmbedding,      // ids (int32/int64) x table [num, dim] -> ids.shape + [dim]
   kCat,            // a list joined along an existing dim
   kDeclared,       // a plugin's op (ABI 1.1): its infer gives the output
-  // core/prepare/prepare_attention.cc:
-  kRotary,     // cos, sin: [..., r/2], broadcast to input.shape[:-1]
-  kAttention,  // q, k, v, mask: torch's scaled_dot_product_attention
-  // core/prepare/prepare_linear.cc:
+  kRotary,         // cos, sin: [..., r/2], broadcast to input.shape[:-1]
+  kAttention,      // q, k, v, mask: torch's scaled_dot_product_attention
   kLinear,      // input [..., K], weight [N, K] -> [..., N], as matmul's shapes
   kAddRowNorm,  // residual += input in place, then kRowNorm of residual
 };
+
+// Whether an op of this geometry combines many terms into one result (a
+// row's norm, a dot product) in an order its kernel chooses: its float
+// results are held to a looser tolerance (ops.schemas()'s "accumulates",
+// torchferry.check). A declared op's results are its plugin's to bound.
+constexpr bool Accumulates(Geometry geometry) {
+  switch (geometry) {
+    case Geometry::kRowNorm:
+    case Geometry::kAddRowNorm:
+    case Geometry::kSoftmax:
+    case Geometry::kMatmul:
+    case Geometry::kLinear:
+    case Geometry::kAttention:
+    case Geometry::kRotary:
+      return true;
+    default:
+      return false;
+  }
+}
 
 struct OpEntry {
   // Torch's schema language (loader/op_schema.h). Every op also takes the

@@ -27,10 +27,10 @@
 #include "core/bridge/bump.h"
 #include "core/bridge/dlpack_abi.h"
 #include "core/bridge/dtypes.h"
+#include "core/bridge/libtorch_symbols.h"
 #include "core/bridge/meta_probe.h"
 #include "core/bridge/storage_probe.h"
 #include "core/bridge/version_counter.h"
-#include "core/python/torch_library.h"
 
 namespace torchferry {
 
@@ -127,7 +127,7 @@ struct OffsetCalibration {
 // Where the TensorImpl keeps its DispatchKeySet, and which bit of it is
 // DispatchKey::Negative: found at start-up by comparing the words of known
 // tensors with torch._C._dispatch_keys(t).raw_repr(). Without it the bridge
-// asks Tensor.is_neg, which is correct but costs ~50 ns per tensor.
+// asks Tensor.is_neg, which is correct but a Python call per tensor.
 struct NegBitProbe {
   bool ok = false;
   Py_ssize_t keyset_offset = 0;  // bytes into the TensorImpl

@@ -12,7 +12,7 @@
 #include "abi/torchferry.h"
 #include "core/bridge/bridge.h"
 #include "core/bridge/bump.h"
-#include "core/python/py_errors.h"
+#include "core/bridge/py_errors.h"
 
 namespace torchferry {
 namespace bridge_internal {

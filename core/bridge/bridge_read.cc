@@ -11,7 +11,7 @@
 #include "core/bridge/bridge.h"
 #include "core/bridge/bridge_internal.h"
 #include "core/bridge/impl_words.h"
-#include "core/python/py_errors.h"
+#include "core/bridge/py_errors.h"
 
 namespace torchferry {
 
@@ -72,8 +72,8 @@ bool Bridge::CheckSubclass(PyTypeObject* type, const char* what) {
 }
 
 // ReadTorchTensor, FillFromHandle and CheckFitsStorage are the per-tensor
-// read of every torch tensor: kept inline in Read, each call level costing
-// about 1 ns a tensor.
+// read of every torch tensor: kept inline in Read, where each call level
+// would be paid for every tensor.
 [[gnu::always_inline]] inline bool Bridge::ReadTorchTensor(PyObject* obj,
                                                            const char* what,
                                                            TensorRef* ref) {
@@ -242,7 +242,7 @@ inline bool BytesReached(const TensorRef& ref, int64_t offset,
 }
 
 // Out of line and cold: the message's formatting would otherwise give every
-// read the stack frame of fmt's buffer (about 2 ns a tensor).
+// read the stack frame of fmt's buffer.
 [[gnu::cold, gnu::noinline]] bool RaiseBeyondStorage(const char* what,
                                                      const TensorRef& ref,
                                                      int64_t offset,

@@ -7,7 +7,7 @@
 
 #include "core/bridge/bridge.h"
 #include "core/bridge/impl_words.h"
-#include "core/python/py_errors.h"
+#include "core/bridge/py_errors.h"
 #include "loader/loader.h"
 
 namespace torchferry {

@@ -9,7 +9,7 @@
 #include "core/bridge/bridge.h"
 #include "core/bridge/bridge_internal.h"
 #include "core/bridge/dlpack_abi.h"
-#include "core/python/py_errors.h"
+#include "core/bridge/py_errors.h"
 
 namespace torchferry {
 namespace {

@@ -1,13 +1,11 @@
 // Where a TensorImpl keeps a dense CPU tensor's dtype, dim, sizes and
 // strides, found at start-up so that reading a tensor costs a few loads
-// instead of six AOTI getter calls: ops.noop(x, y, z) less ops.noop() took
-// 144 - 286 ns with the getters and 97 - 196 ns without, in three timings
-// (16 - 37 ns a tensor). Only tensors whose DispatchKeySet holds nothing
-// beyond a plain CPU tensor's keys are read here: sparse, nested, mkldnn,
-// functional, batched, Python-dispatched, meta, CUDA, conjugated or negated
-// tensors (each marked by a key of its own, and the ones whose sizes policy
-// may be custom) still go through the getters, as does every tensor where
-// calibration fails or TORCHFERRY_TENSOR_META=getters.
+// instead of six AOTI getter calls per tensor. Only tensors whose
+// DispatchKeySet holds nothing beyond a plain CPU tensor's keys are read
+// here: sparse, nested, mkldnn, functional, batched, Python-dispatched, meta,
+// CUDA, conjugated or negated tensors (each marked by a key of its own, and
+// the ones whose sizes policy may be custom) still go through the getters, as
+// does every tensor where calibration fails or TORCHFERRY_TENSOR_META=getters.
 #pragma once
 
 #include <Python.h>

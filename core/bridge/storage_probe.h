@@ -2,8 +2,8 @@
 // bridged tensor so that a view whose storage was shrunk or freed under it is
 // refused before a kernel walks it.
 //
-// The AOTI getters (aoti_torch_get_storage_offset / _size) cost about 10 ns a
-// tensor together; the two fields cost three loads. At start-up the probe
+// The AOTI getters (aoti_torch_get_storage_offset / _size) are two calls a
+// tensor; the two fields cost three loads. At start-up the probe
 // finds them as the negative-bit and version-counter probes do: the word of a
 // TensorImpl that holds 0, 5 and 11 for three views of one tensor at those
 // offsets, the StorageImpl* that the views and `.data` share and another

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/bridge/bridge.h"
-#include "core/python/py_errors.h"
+#include "core/bridge/py_errors.h"
 
 namespace torchferry {
 

@@ -6,7 +6,7 @@
 
 #include "core/bridge/bridge.h"
 #include "core/bridge/impl_words.h"
-#include "core/python/py_errors.h"
+#include "core/bridge/py_errors.h"
 
 namespace torchferry {
 namespace {

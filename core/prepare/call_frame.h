@@ -22,7 +22,7 @@
 
 #include "abi/torchferry.h"
 #include "core/bridge/bridge.h"
-#include "core/python/py_errors.h"
+#include "core/bridge/py_errors.h"
 #include "loader/loader.h"
 
 namespace torchferry {
@@ -35,7 +35,7 @@ constexpr int kMaxRank = TF_MAX_NDIM;
 constexpr int kInlineTensors = 12;
 
 // Where a frame's tensors come from when not from Python: the call-argument
-// fuzzer hands the preparation rules (core/prepare/prepare.cc) placeholder
+// fuzzer hands the preparation rules (PrepareFor) placeholder
 // objects and answers for them with views it built itself, so that it runs the
 // very checks a call from Python runs.
 class TensorSource {

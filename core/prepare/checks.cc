@@ -7,7 +7,7 @@
 
 #include "core/bridge/bridge.h"
 #include "core/bridge/impl_words.h"
-#include "core/python/py_errors.h"
+#include "core/bridge/py_errors.h"
 
 namespace torchferry {
 namespace {
@@ -339,9 +339,8 @@ bool CheckShape(const char* op, const char* what, const TensorRef& ref,
 }
 
 bool CheckWritable(const char* op, const TensorRef& out, const char* what) {
-  if (out.numel == 0) return true;  // nothing is written
   const tf_tensor& v = out.view;
-  for (int d = 0; d < v.ndim; ++d) {
+  for (int d = 0; out.numel > 0 && d < v.ndim; ++d) {  // numel 0: no write
     if (v.shape[d] > 1 && v.strides[d] == 0) {
       return RaiseError(
           PyExc_ValueError,
@@ -351,7 +350,9 @@ bool CheckWritable(const char* op, const TensorRef& out, const char* what) {
                       op, what, d, v.shape[d]));
     }
   }
-  return true;
+  // A tensor autograd saved is refused before any kernel writes it.
+  return !out.is_torch() || Bridge::Get().versions().CheckWritable(
+                                op, what, out.object, out.probe_handle());
 }
 
 bool CheckNoOverlap(const char* op, const char* what, const TensorRef& input,

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "core/bridge/dtypes.h"
-#include "core/python/py_errors.h"
+#include "core/bridge/py_errors.h"
 
 namespace torchferry {
 namespace {

@@ -7,7 +7,7 @@
 #include <exception>
 #include <string>
 
-#include "core/python/py_errors.h"
+#include "core/bridge/py_errors.h"
 
 namespace torchferry {
 namespace {

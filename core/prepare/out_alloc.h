@@ -2,10 +2,10 @@
 // start-up by what torch exports:
 // - direct: aoti_torch_empty_strided, the handle wrapped as a torch.Tensor
 //   (torch_tensor_to_pyobject on torch >= 2.14, THPVariable_Wrap before).
-//   About 0.5 us for a CPU tensor against torch.empty's 2 us, which go in
-//   its Python argument parsing. For the CPU the shim calls ATen's CPU
-//   allocator directly, so neither torch function nor dispatch modes see the
-//   allocation (they see none of the op's work either), and under
+//   Faster than torch.empty, whose time goes in its Python argument
+//   parsing. For the CPU the shim calls ATen's CPU allocator directly, so
+//   neither torch function nor dispatch modes see the allocation (they see
+//   none of the op's work either), and under
 //   torch.use_deterministic_algorithms the output is not first filled with
 //   NaN (every op writes all of its output).
 // - torch.empty: where those are absent, for devices other than the CPU,

@@ -5,17 +5,23 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "core/bridge/py_errors.h"
 #include "core/prepare/checks.h"
 #include "core/prepare/number_tensor.h"
+#include "core/prepare/op_description.h"
 #include "core/prepare/out_alloc.h"
 #include "core/prepare/prepare_attention.h"
 #include "core/prepare/prepare_linear.h"
 #include "core/prepare/prepare_parts.h"
-#include "core/python/dispatch.h"
-#include "core/python/op_functions.h"
-#include "core/python/py_errors.h"
 
 namespace torchferry {
+
+bool NumberMayStandFor(const OpFunction& fn, size_t index) {
+  if (fn.schema.args[index].type != ArgType::kTensor) return false;
+  const Geometry g = fn.entry->geometry;
+  return (g == Geometry::kBroadcast && index == 1) ||
+         (g == Geometry::kClamp && index > 0);
+}
 
 PrepareFn PrepareFor(Geometry geometry) {
   switch (geometry) {

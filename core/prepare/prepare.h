@@ -7,20 +7,19 @@
 #include <Python.h>
 
 #include "core/prepare/call_frame.h"
-#include "core/python/py_args.h"
+#include "core/prepare/op_description.h"
 #include "loader/op_table.h"
 
 namespace torchferry {
 
-struct OpFunction;
-
-// Fills `frame` from the parsed arguments, or returns false with a Python
-// exception set.
-using PrepareFn = bool (*)(const OpFunction& fn, const ParsedArgs& args,
-                           CallFrame& frame);
-
 // The rule for a geometry; nullptr for kNoop, which takes *tensors.
 PrepareFn PrepareFor(Geometry geometry);
+
+// Whether a Python number may stand for the tensor argument `index` of the
+// schema: the second operand of a broadcast (ops.mul(x, 0.5)) and clamp's
+// bounds. The door makes such numbers plain, ops.schemas() says "number_ok",
+// and the rules of those geometries take them.
+bool NumberMayStandFor(const OpFunction& fn, size_t index);
 
 // Runs fn.prepare, and again from the top where Python ran after a tensor
 // was read (CallFrame says why): afterwards, nothing read can be stale.

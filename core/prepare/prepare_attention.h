@@ -4,7 +4,7 @@
 #pragma once
 
 #include "core/prepare/call_frame.h"
-#include "core/python/py_args.h"
+#include "core/prepare/op_description.h"
 
 namespace torchferry {
 

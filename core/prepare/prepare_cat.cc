@@ -6,10 +6,10 @@
 
 #include <algorithm>
 
+#include "core/bridge/py_errors.h"
 #include "core/prepare/checks.h"
+#include "core/prepare/op_description.h"
 #include "core/prepare/prepare_parts.h"
-#include "core/python/op_functions.h"
-#include "core/python/py_errors.h"
 
 namespace torchferry {
 namespace {

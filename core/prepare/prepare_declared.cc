@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "core/bridge/py_errors.h"
 #include "core/prepare/checks.h"
+#include "core/prepare/kernel_cache.h"
 #include "core/prepare/number_tensor.h"
+#include "core/prepare/op_description.h"
 #include "core/prepare/out_alloc.h"
 #include "core/prepare/prepare_parts.h"
-#include "core/python/dispatch.h"
-#include "core/python/op_functions.h"
-#include "core/python/py_errors.h"
 
 namespace torchferry {
 
@@ -179,11 +179,7 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
       return false;
     }
     if (a.in_place()) {
-      if (!CheckWritable(op, *r, name) ||
-          (r->is_torch() && !Bridge::Get().versions().CheckWritable(
-                                op, name, r->object, r->probe_handle()))) {
-        return false;
-      }
+      if (!CheckWritable(op, *r, name)) return false;
       in_place_names[num_in_place] = name;
       in_place[num_in_place++] = r;
     }
@@ -201,7 +197,7 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
   }
   f.set_dispatch_ref(first);
   const KernelEntry* kernel =
-      Dispatcher::Get().Find(fn.id, first->view.device, first->dtype);
+      KernelCache::Get().Find(fn.id, first->view.device, first->dtype);
   if (kernel == nullptr || kernel->infer == nullptr) {
     return true;  // Run() says that no plugin serves this key
   }

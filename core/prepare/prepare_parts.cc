@@ -7,12 +7,11 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "core/bridge/py_errors.h"
 #include "core/prepare/checks.h"
 #include "core/prepare/number_tensor.h"
+#include "core/prepare/op_description.h"
 #include "core/prepare/out_alloc.h"
-#include "core/python/dispatch.h"
-#include "core/python/op_functions.h"
-#include "core/python/py_errors.h"
 
 namespace torchferry {
 
@@ -121,10 +120,6 @@ bool TakeOutput(const char* op, const char* what, PyObject* out,
       !CheckWritable(op, *ref, what)) {
     return false;
   }
-  if (ref->is_torch() && !Bridge::Get().versions().CheckWritable(
-                             op, what, ref->object, ref->probe_handle())) {
-    return false;
-  }
   frame.SetOutput(slot, ref);
   return true;
 }
@@ -142,11 +137,12 @@ bool TakeOut(const char* op, const ParsedArgs& args, CallFrame& frame,
              const TensorRef& like, DtypeIndex dtype, int ndim,
              const int64_t* shape) {
   PyObject* out = args.out;
-  if (!CheckResultFits(op, dtype, ndim, shape)) return false;
   if (out == nullptr || out == Py_None) {
-    out = AllocateLike(op, frame, like, dtype, ndim, shape);
+    out = AllocateLike(op, frame, like, dtype, ndim, shape);  // checks fit
     if (out == nullptr) return false;
     frame.set_owned_result(out);
+  } else if (!CheckResultFits(op, dtype, ndim, shape)) {
+    return false;
   }
   if (!TakeOutput(op, "out", out, frame, 0, like, dtype, ndim, shape)) {
     return false;

@@ -1,6 +1,5 @@
-// The pieces every preparation rule is built from (core/prepare/prepare.cc
-// defines them), shared so that a rule may live in a file of its own
-// (core/prepare_<topic>.cc) without copying them.
+// The pieces every preparation rule is built from, shared so that each rule
+// (PrepareFor names them) may live in a file of its own without copying them.
 #pragma once
 
 #include <Python.h>
@@ -10,7 +9,7 @@
 
 #include "core/bridge/dtypes.h"
 #include "core/prepare/call_frame.h"
-#include "core/python/py_args.h"
+#include "core/prepare/op_description.h"
 #include "loader/op_schema.h"
 
 namespace torchferry {

@@ -6,13 +6,12 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "core/bridge/py_errors.h"
 #include "core/prepare/checks.h"
 #include "core/prepare/number_tensor.h"
+#include "core/prepare/op_description.h"
 #include "core/prepare/out_alloc.h"
 #include "core/prepare/prepare_parts.h"
-#include "core/python/dispatch.h"
-#include "core/python/op_functions.h"
-#include "core/python/py_errors.h"
 
 namespace torchferry {
 

@@ -5,13 +5,12 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "core/bridge/py_errors.h"
 #include "core/prepare/checks.h"
 #include "core/prepare/number_tensor.h"
+#include "core/prepare/op_description.h"
 #include "core/prepare/out_alloc.h"
 #include "core/prepare/prepare_parts.h"
-#include "core/python/dispatch.h"
-#include "core/python/op_functions.h"
-#include "core/python/py_errors.h"
 
 namespace torchferry {
 
@@ -102,10 +101,6 @@ bool PrepareAddRmsNorm(const OpFunction& fn, const ParsedArgs& args,
       !CheckSameDtype(op, "residual", *r, *x) ||
       !CheckShape(op, "residual", *r, ndim, x->view.shape) ||
       !CheckWritable(op, *r, "residual")) {
-    return false;
-  }
-  if (r->is_torch() && !Bridge::Get().versions().CheckWritable(
-                           op, "residual", r->object, r->probe_handle())) {
     return false;
   }
   TensorRef* w = TakeRowWeight(op, args.values[2], f, *x);

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "core/bridge/py_errors.h"
 #include "core/prepare/checks.h"
-#include "core/python/op_functions.h"
-#include "core/python/py_errors.h"
+#include "core/prepare/kernel_cache.h"
 
 namespace torchferry {
 namespace {
@@ -43,47 +43,7 @@ bool ResolveStream(const char* op, const StreamArg& stream,
   return true;
 }
 
-PyObject* ErrorTypeFor(tf_status status) {
-  switch (status) {
-    case TF_ERROR_INVALID_ARGUMENT:
-      return PyExc_ValueError;
-    case TF_ERROR_UNSUPPORTED:
-      return PyExc_NotImplementedError;
-    case TF_ERROR_OUT_OF_MEMORY:
-      return PyExc_MemoryError;
-    case TF_ERROR_OUT_OF_RANGE:  // torch's class for an id past the table
-      return PyExc_IndexError;
-    default:
-      return PyExc_RuntimeError;
-  }
-}
-
 }  // namespace
-
-Dispatcher& Dispatcher::Get() {
-  static Dispatcher* dispatcher = new Dispatcher();
-  return *dispatcher;
-}
-
-PyObject* ExceptionFor(tf_status status) { return ErrorTypeFor(status); }
-
-const KernelEntry* Dispatcher::Find(OpId op, const tf_device& device,
-                                    DtypeIndex dtype) {
-  const int device_slot = device.device_type == TF_DEVICE_CUDA ? 1 : 0;
-  if (registry_ == nullptr) return nullptr;  // still loading: cache nothing
-  const size_t index =
-      (static_cast<size_t>(op) * kDeviceSlots + device_slot) * kNumDtypes +
-      static_cast<size_t>(dtype);
-  if (index >= cache_.size()) return nullptr;  // an op the registry lacks
-  Slot& slot = cache_[index];
-  if (!slot.resolved) {
-    // Filled under the GIL, which every op call holds while dispatching.
-    slot.entry = registry_->Find(Function(op).name, device.device_type,
-                                 Dtype(dtype).dtype);
-    slot.resolved = true;
-  }
-  return slot.entry;
-}
 
 bool RaiseNoKernel(const char* op, const tf_device& device, DtypeIndex dtype) {
   return RaiseError(
@@ -131,16 +91,17 @@ tf_status CallKernel(const KernelEntry& kernel, const tf_call& call,
 
 }  // namespace
 
-PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
-  const char* name = Function(op).name.c_str();
+PyObject* Dispatch(const OpFunction& fn, CallFrame& f,
+                   const StreamArg& stream) {
+  const char* name = fn.name.c_str();
   static const tf_device kCpu = {TF_DEVICE_CPU, 0};
   const tf_device& device =
       f.dispatch_ref() ? f.dispatch_ref()->view.device : kCpu;
   const DtypeIndex dtype =
       f.dispatch_ref() ? f.dispatch_ref()->dtype : kFloat32;
-  const KernelEntry* kernel =
-      Find(f.kernel_op() >= 0 ? static_cast<OpId>(f.kernel_op()) : op, device,
-           dtype);
+  const KernelEntry* kernel = KernelCache::Get().Find(
+      f.kernel_op() >= 0 ? static_cast<OpId>(f.kernel_op()) : fn.id, device,
+      dtype);
   if (kernel == nullptr) {
     RaiseNoKernel(name, device, dtype);
     return nullptr;
@@ -191,7 +152,7 @@ PyObject* Dispatcher::Run(OpId op, CallFrame& f, const StreamArg& stream) {
     }
   }
   if (status != TF_OK) {
-    RaiseError(ErrorTypeFor(status),
+    RaiseError(ExceptionFor(status),
                fmt::format("{}: {}(): {}", kernel->plugin->name, name,
                            sink.message.empty()
                                ? fmt::format("kernel failed with status {} "

@@ -12,13 +12,14 @@
 #include <vector>
 
 #include "core/bridge/bridge.h"
+#include "core/bridge/py_errors.h"
 #include "core/prepare/checks.h"
-#include "core/prepare/infer_spec.h"
+#include "core/prepare/kernel_cache.h"
 #include "core/prepare/out_alloc.h"
-#include "core/python/dispatch.h"
+#include "core/python/infer_spec.h"
 #include "core/python/op_functions.h"
-#include "core/python/py_errors.h"
 #include "core/python/py_view.h"
+#include "core/python/readiness.h"
 #include "loader/known_values.h"
 #include "loader/loader.h"
 
@@ -151,7 +152,7 @@ PyObject* Init(PyObject* module, PyObject* args) {
   if (!InitDeclaredOps(*g_registry) || !AddOpFunctionsEverywhere(module)) {
     return nullptr;
   }
-  Dispatcher::Get().Attach(g_registry);
+  KernelCache::Get().Attach(g_registry);
   Py_RETURN_NONE;
 }
 
@@ -328,7 +329,7 @@ PyObject* TimeShimPair(PyObject*, PyObject* args) {
 // Loader text is bytes from the file system, the environment and plugins
 // (folder and file names, a plugin's version, its init and option messages,
 // TORCHFERRY_PLUGINS), and need not be UTF-8: it crosses into Python through
-// NewText (core/python/py_errors.h), so b"caf\xe9" reads 'caf\\xe9'.
+// NewText (core/bridge/py_errors.h), so b"caf\xe9" reads 'caf\\xe9'.
 
 // dict[key] = value, taking over the reference; false with the exception set
 // when value is NULL (it failed) or the dict cannot take it.
@@ -457,7 +458,7 @@ PyObject* KernelFor(PyObject*, PyObject* args) {
       tf_device dev = {
           std::string(device) == "cuda" ? TF_DEVICE_CUDA : TF_DEVICE_CPU, 0};
       const KernelEntry* k =
-          Dispatcher::Get().Find(id, dev, static_cast<DtypeIndex>(d));
+          KernelCache::Get().Find(id, dev, static_cast<DtypeIndex>(d));
       if (k == nullptr) Py_RETURN_NONE;
       return NewText(k->plugin->name);
     }

@@ -6,8 +6,10 @@
 #include <deque>
 #include <vector>
 
+#include "core/bridge/py_errors.h"
+#include "core/prepare/prepare.h"
 #include "core/python/dispatch.h"
-#include "core/python/py_errors.h"
+#include "core/python/readiness.h"
 
 namespace torchferry {
 namespace {
@@ -24,16 +26,6 @@ std::deque<OpFunction>& Functions() {
 struct OpHandle {
   PyObject_HEAD const OpFunction* fn;
 };
-
-// Whether a Python number may stand for the tensor argument `index`: the
-// second operand of a broadcast (ops.mul(x, 0.5)) and clamp's bounds.
-bool NumberOk(const OpFunction& fn, size_t index) {
-  const SchemaArg& a = fn.schema.args[index];
-  if (a.type != ArgType::kTensor) return false;
-  const Geometry g = fn.entry->geometry;
-  return (g == Geometry::kBroadcast && index == 1) ||
-         (g == Geometry::kClamp && index > 0);
-}
 
 // An int or float subclass as the plain int or float it holds, read without
 // calling any of its methods; nullptr for anything else.
@@ -63,7 +55,7 @@ bool PlainNumbers(const OpFunction& fn, ParsedArgs* parsed, CallRefs* refs) {
     const SchemaArg& a = *fn.params[i];
     const size_t index = static_cast<size_t>(fn.params[i] - &fn.schema.args[0]);
     if (a.type == ArgType::kTensorList || a.type == ArgType::kBool ||
-        (a.type == ArgType::kTensor && !NumberOk(fn, index)) ||
+        (a.type == ArgType::kTensor && !NumberMayStandFor(fn, index)) ||
         !PyNumber_Check(value)) {
       continue;  // a str is no number, though float("2") would take it
     }
@@ -111,7 +103,7 @@ PyObject* CallOp(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
   if (!ParseStream(parsed.stream, &stream)) return nullptr;
   CallFrame frame(Bridge::Get(), fn.name.c_str());
   if (!PrepareCall(fn, parsed, frame)) return nullptr;
-  return Dispatcher::Get().Run(fn.id, frame, stream);
+  return Dispatch(fn, frame, stream);
 }
 
 PyObject* CallNoop(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
@@ -119,7 +111,7 @@ PyObject* CallNoop(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   if (!EnsureReady("noop")) return nullptr;
   CallFrame frame(Bridge::Get(), "noop");
   if (!PrepareNoop(args, nargs, frame)) return nullptr;
-  return Dispatcher::Get().Run(fn.id, frame, StreamArg{});
+  return Dispatch(fn, frame, StreamArg{});
 }
 
 // The signature as Python writes it, e.g.
@@ -207,7 +199,7 @@ PyObject* ArgsList(const OpFunction& fn) {
         a.has_default
             ? PyUnicode_FromString(DefaultText(a.default_value).c_str())
             : (Py_INCREF(Py_None), Py_None),
-        "number_ok", NumberOk(fn, i) ? Py_True : Py_False);
+        "number_ok", NumberMayStandFor(fn, i) ? Py_True : Py_False);
     if (!AppendItem(list, item)) return nullptr;
   }
   return list;
@@ -358,7 +350,7 @@ PyObject* SchemasList() {
     const std::string since =
         fmt::format("{}.{}", TF_ABI_VERSION_MAJOR, e.minor);
     PyObject* item = Py_BuildValue(
-        "{s:s,s:s,s:s,s:N,s:n,s:s,s:N,s:s,s:s,s:N,s:N}", "name",
+        "{s:s,s:s,s:s,s:N,s:n,s:s,s:N,s:s,s:s,s:N,s:N,s:O}", "name",
         fn.name.c_str(), "schema", fn.schema.ToString().c_str(), "signature",
         PythonSignature(fn, /*self_marker=*/false).c_str(), "args",
         ArgsList(fn), "returns",
@@ -370,7 +362,8 @@ PyObject* SchemasList() {
                                : PyUnicode_FromString(fn.declared_by.c_str()),
         "since",
         fn.declared_by.empty() ? PyUnicode_FromString(since.c_str())
-                               : (Py_INCREF(Py_None), Py_None));
+                               : (Py_INCREF(Py_None), Py_None),
+        "accumulates", Accumulates(e.geometry) ? Py_True : Py_False);
     if (!AppendItem(list, item)) return nullptr;
   }
   return list;

@@ -6,34 +6,10 @@
 
 #include <Python.h>
 
-#include <string>
-
-#include "core/prepare/prepare.h"
-#include "core/python/py_args.h"
+#include "core/prepare/op_description.h"
 #include "loader/loader.h"
-#include "loader/op_schema.h"
-#include "loader/op_table.h"
 
 namespace torchferry {
-
-struct OpFunction {
-  OpId id;
-  const OpEntry* entry;  // a built-in op's, or `declared` below
-  OpSchema schema;
-  std::string name;  // schema.qualified_name(), NUL-terminated for messages
-  Signature signature;
-  const SchemaArg* params[kMaxParams];  // the schema argument of each param
-  std::string doc;  // "name($module, ...)\n--\n\n" + entry->doc
-  PrepareFn prepare;
-  // The schema names an `out` argument: a one-return call must pass out=.
-  bool has_out_arg = false;
-  // Tensor parameters plus returns: the room a declared op's frame needs.
-  int num_tensors = 0;
-  // A plugin-declared op (ABI 1.1): its entry, and the text it points into.
-  OpEntry declared{};
-  std::string declared_by;       // the plugin that declared it; empty: built-in
-  std::string declared_text[3];  // spelling, doc, contract
-};
 
 // Parses every entry's schema and derives its function; false with a Python
 // exception when an entry is malformed (a bug caught at import).

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/python/py_errors.h"
+#include "core/bridge/py_errors.h"
 
 namespace torchferry {
 namespace {

@@ -6,27 +6,9 @@
 
 #include <Python.h>
 
+#include "core/prepare/op_description.h"
+
 namespace torchferry {
-
-constexpr int kMaxParams = 16;  // loader/op_schema.h's kMaxSchemaArgs
-
-// Derived from the op's schema (core/python/op_functions.cc); the names point
-// into it and live as long as the process.
-struct Signature {
-  const char* name = nullptr;        // the op, for messages: "add"
-  const char* params[kMaxParams]{};  // the schema's arguments but out=
-  PyObject* interned[kMaxParams]{};  // params[i] as an interned str
-  int num_params = 0;
-  int num_positional = 0;  // params[0, num_positional) may come by position
-  uint32_t required = 0;   // bit i: params[i] has no default
-  bool allow_stream_out = true;  // accepts the keyword-only out= and stream=
-};
-
-struct ParsedArgs {
-  PyObject* values[kMaxParams];  // borrowed; nullptr where absent
-  PyObject* out;
-  PyObject* stream;
-};
 
 // References a call made in place of its arguments (plain numbers), released
 // when the call ends.

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "core/bridge/bridge.h"
-#include "core/python/dispatch.h"
-#include "core/python/py_errors.h"
+#include "core/bridge/py_errors.h"
+#include "core/prepare/kernel_cache.h"
 
 namespace torchferry {
 
@@ -32,7 +32,7 @@ bool EnsureInitialized() {
 
 bool EnsureReady(const char* op) {
   if (!EnsureInitialized()) return false;
-  if (Dispatcher::Get().attached()) return true;
+  if (KernelCache::Get().attached()) return true;
   return RaiseError(PyExc_RuntimeError,
                     fmt::format("{}(): torchferry is still loading its "
                                 "plugins; ops cannot be called until import "

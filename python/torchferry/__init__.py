@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 # aoti_torch_layout_strided in 2.4); the bridge does without them.
 MIN_TORCH = (2, 3)
 
-# What core/python/torch_library.cc refuses to start without (a test keeps the two
+# What core/bridge/libtorch_symbols.cc refuses to start without (a test keeps the two
 # lists equal). Only an import that is refused reads it, to name what is
 # missing.
 REQUIRED_TORCH_SYMBOLS = (

@@ -13,8 +13,9 @@ than that, and its reference in reference.py.
 Tolerances (tolerance(op, dtype), as (rtol, atol) for
 torch.testing.assert_close with NaN equal to NaN): integer and bool results
 must be exact; elementwise float results within about one rounding of the
-dtype (TOLERANCES); ops that accumulate (REDUCING: softmax, rms_norm,
-matmul) within a looser bound, as their order of summation is the kernel's
+dtype (TOLERANCES); ops that accumulate (accumulates(op), from the op
+table through ops.schemas(): softmax, rms_norm, matmul...) within a looser
+bound, as their order of summation is the kernel's
 own; float64 results of ops whose reference computes in float32
 (FLOAT32_REFERENCES) within float32's looser bound. These tables are the
 project's one bound on a kernel's float results: the test suite's
@@ -51,8 +52,20 @@ REDUCING_TOLERANCES = {
     torch.float16: (1e-2, 1e-2),
     torch.bfloat16: (5e-2, 5e-2),
 }
-REDUCING = {"softmax", "rms_norm", "add_rms_norm", "matmul", "linear", "scaled_dot_product_attention",
-            "rotary_embedding"}
+_ACCUMULATING = None  # the accumulating ops' names, read once
+
+
+def accumulates(op):
+    """Whether `op`'s kernel combines many terms into one result in an order
+    of its own, as the op table says (ops.schemas()'s "accumulates")."""
+    global _ACCUMULATING
+    if _ACCUMULATING is None:
+        from . import ops
+
+        _ACCUMULATING = {s["name"] for s in ops.schemas() if s["accumulates"]}
+    return op in _ACCUMULATING
+
+
 # reference.py computes these in float32 (their contract asks for at least
 # float32): a float64 result is held to float32's tolerance, and their
 # special values are float32's without the extremes.
@@ -61,7 +74,7 @@ FLOAT32_REFERENCES = {"silu_and_mul", "rms_norm", "add_rms_norm", "softmax"}
 
 def tolerance(op, dtype):
     """(rtol, atol) for a float result of `op` in `dtype`."""
-    table = REDUCING_TOLERANCES if op in REDUCING else TOLERANCES
+    table = REDUCING_TOLERANCES if accumulates(op) else TOLERANCES
     if op in FLOAT32_REFERENCES and dtype == torch.float64:
         return REDUCING_TOLERANCES[torch.float32]
     return table[dtype]

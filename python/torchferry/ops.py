@@ -21,8 +21,10 @@ def schemas():
     of exactly the dtypes the default plugins serve on the CPU, e.g.
     'float32', 'bool', 'uint16'; an op that lists only float dtypes refuses
     the others), aliasing ('exact': out may be the very same
-    view as an input; 'none'), contract (what a kernel receives) and
-    declared_by (None for built-in ops)."""
+    view as an input; 'none'), contract (what a kernel receives),
+    declared_by (None for built-in ops), since (the ABI minor that brought a
+    built-in op) and accumulates (True where the kernel combines many terms
+    into one result in an order of its own: softmax, rms_norm, matmul...)."""
     return _C._schemas()
 
 

@@ -107,3 +107,15 @@ def test_abi_md_carries_the_generated_table():
     assert op_docs.abi_table() in text, "abi/ABI.md's op table is stale: run ./dev generate"
     for name in NAMES:
         assert f"| `{name}` |" in text
+
+
+def test_accumulates_comes_from_the_op_table():
+    # check's looser tolerance follows the table, not a list of its own.
+    from torchferry import check_cases
+
+    accumulating = {s["name"] for s in ops.schemas() if s["accumulates"]}
+    assert {"softmax", "rms_norm", "add_rms_norm", "matmul", "linear"} <= accumulating
+    assert not {"add", "mul", "abs", "cat"} & accumulating
+    assert not any(s["accumulates"] for s in ops.schemas() if s["declared_by"])
+    for name in ("softmax", "add"):
+        assert check_cases.accumulates(name) == (name in accumulating)

@@ -125,7 +125,7 @@ def test_aten_plugin_is_built_for_this_torch():
 
 
 def test_required_symbols_are_the_ones_the_core_resolves():
-    text = open(os.path.join(ROOT, "core", "python", "torch_library.cc")).read()
+    text = open(os.path.join(ROOT, "core", "bridge", "libtorch_symbols.cc")).read()
     table = text[text.index("required[] = {") : text.index("};", text.index("required[] = {"))]
     assert tuple(re.findall(r'\{"(\w+)",', table)) == torchferry.REQUIRED_TORCH_SYMBOLS
 

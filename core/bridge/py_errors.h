@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "abi/torchferry.h"
+
 namespace torchferry {
 
 // Text from C that is not known to be UTF-8 (a plugin's message, a file
@@ -76,6 +78,22 @@ inline std::string FetchErrorText() {
 inline bool PendingErrorIsFatal() {
   return PyErr_Occurred() && (!PyErr_ExceptionMatches(PyExc_Exception) ||
                               PyErr_ExceptionMatches(PyExc_MemoryError));
+}
+
+// The Python exception type for a failed plugin call's status.
+inline PyObject* ExceptionFor(tf_status status) {
+  switch (status) {
+    case TF_ERROR_INVALID_ARGUMENT:
+      return PyExc_ValueError;
+    case TF_ERROR_UNSUPPORTED:
+      return PyExc_NotImplementedError;
+    case TF_ERROR_OUT_OF_MEMORY:
+      return PyExc_MemoryError;
+    case TF_ERROR_OUT_OF_RANGE:  // torch's class for an id past the table
+      return PyExc_IndexError;
+    default:
+      return PyExc_RuntimeError;
+  }
 }
 
 // Re-raises the pending exception as the same type with "op(): " in front;

@@ -1,4 +1,4 @@
-#include "core/python/torch_library.h"
+#include "core/bridge/libtorch_symbols.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>

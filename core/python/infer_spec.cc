@@ -1,4 +1,4 @@
-#include "core/prepare/infer_spec.h"
+#include "core/python/infer_spec.h"
 
 #include <fmt/format.h>
 
@@ -7,10 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "core/bridge/py_errors.h"
 #include "core/prepare/checks.h"
+#include "core/prepare/kernel_cache.h"
+#include "core/prepare/prepare.h"
 #include "core/python/dispatch.h"
 #include "core/python/op_functions.h"
-#include "core/python/py_errors.h"
 
 namespace torchferry {
 namespace {
@@ -201,7 +203,7 @@ PyObject* InferSpec(const Registry& registry, PyObject* args) {
   const tf_device& key = frame.dispatch_ref()->view.device;
   const OpId kernel_op =
       frame.kernel_op() >= 0 ? static_cast<OpId>(frame.kernel_op()) : fn.id;
-  if (Dispatcher::Get().Find(kernel_op, key, frame.dispatch_ref()->dtype) ==
+  if (KernelCache::Get().Find(kernel_op, key, frame.dispatch_ref()->dtype) ==
       nullptr) {
     RaiseNoKernel(fn.name.c_str(), key, frame.dispatch_ref()->dtype);
     return nullptr;
