@@ -32,16 +32,22 @@ void RunShare(const Job& job, int32_t index) {
 
 class Pool {
  public:
-  bool Run(const Job& job) {
+  bool Run(Job job) {
     std::unique_lock<std::mutex> region(region_, std::try_to_lock);
     if (!region.owns_lock()) return false;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       // Workers are detached and never end: the pool lives until exit.
-      while (static_cast<int32_t>(workers_) < job.shares - 1) {
-        const int32_t index = ++workers_;
-        std::thread([this, index] { Work(index); }).detach();
+      while (workers_ < job.shares - 1) {
+        try {
+          std::thread([this, index = workers_ + 1] { Work(index); }).detach();
+        } catch (...) {
+          break;  // no thread to be had (a limit): fewer, larger shares
+        }
+        ++workers_;
       }
+      job.shares = std::min(job.shares, workers_ + 1);
+      if (job.shares < 2) return false;
       job_ = job;
       pending_ = job.shares - 1;
       ++generation_;

@@ -31,9 +31,10 @@ void ShareBounds(int64_t begin, int64_t end, int32_t shares, int32_t index,
                  int64_t* share_begin, int64_t* share_end);
 
 // Runs fn over [begin, end) split into `shares` (>= 2) shares: share 0 on the
-// caller, the others on workers, made on first need and kept. Returns once
-// every share has run. Returns false, having run nothing, when another
-// thread's region holds the pool: the caller then runs inline (regions never
+// caller, the others on workers, made on first need and kept (fewer shares
+// where the system refuses a thread). Returns once every share has run.
+// Returns false, having run nothing, when another thread's region holds the
+// pool or no worker can be made: the caller then runs inline (regions never
 // wait for each other, so none can deadlock on another). Safe after fork():
 // the child leaves the parent's pool (whose workers did not survive) and
 // makes a fresh one.
