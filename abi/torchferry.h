@@ -266,19 +266,23 @@ struct tf_host_api {
   /* --- since 1.2 --- */
   /* Parallel work on the host's intra-op threads: torch's own pool where
      torch exports one (torch_parallel_for), else the host's pool, which
-     follows torch.set_num_threads. parallel_for splits [begin, end) into
-     contiguous shares of at least `grain` indices (grain < 1 counts as 1) and
+     follows torch.set_num_threads. parallel_for splits [begin, end) into at
+     most min(num_threads(), ceil((end - begin) / grain)) contiguous shares
+     (grain < 1 counts as 1; a share may hold fewer than grain indices) and
      calls fn once per share, each index exactly once; the calling thread runs
      a share too, and the call returns when every share has. fn runs inline
      over the whole range on the calling thread when the range is at most one
-     grain, when num_threads() is 1, and when called from inside a share
-     (nested). Which thread runs which share is unspecified: a result that
-     must not depend on the thread count must not depend on the split. fn
-     must not throw, call into Python, or use any host service but
-     num_threads and thread_index; it reports failure through ctx (the host
-     cannot stop the other shares). Returns TF_ERROR_INVALID_ARGUMENT for
-     end < begin or a NULL fn (fn not called), else TF_OK once every share has
-     run. Safe after fork() in the child, and from many threads at once. */
+     grain, when num_threads() is 1, when called from inside fn (nested), and
+     when another thread's region holds the host's own pool. Which thread runs
+     which share is unspecified: a result that must not depend on the thread
+     count must not depend on the split. fn must not throw, call into Python,
+     or use any host service but num_threads and thread_index; it reports
+     failure through ctx (the host cannot stop the other shares). Returns
+     TF_ERROR_INVALID_ARGUMENT for end < begin or a NULL fn (fn not called),
+     TF_ERROR_INTERNAL if torch's pool reports a failure (shares may have
+     run), else TF_OK once every share has run. Safe after fork() in the
+     child (the host's own pool serves there), and from many threads at
+     once. */
   tf_status (*parallel_for)(int64_t begin, int64_t end, int64_t grain,
                             tf_parallel_fn fn, void* ctx);
   /* The threads parallel_for may use, the caller's included (>= 1). */

@@ -40,7 +40,9 @@ TEST_CASE("the ABI 1.0 sizes the validator holds plugins to", "[validate]") {
   CHECK(kPluginV1Size == sizeof(tf_plugin) - 2 * sizeof(void*));  // 1.1: ops
   CHECK(kPluginV11Size == sizeof(tf_plugin));
   CHECK(kKernelV1Size == sizeof(tf_kernel));
-  CHECK(kHostApiV1Size == sizeof(tf_host_api));
+  // 1.2 appended parallel_for, num_threads and thread_index.
+  CHECK(kHostApiV1Size == sizeof(tf_host_api) - 3 * sizeof(void*));
+  CHECK(TF_HOST_API_V1_2_SIZE == sizeof(tf_host_api));
   CHECK(kCallV1Size == sizeof(tf_call));
   CHECK(kOpDeclV11Size == sizeof(tf_op_decl));
 }
