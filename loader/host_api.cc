@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 
+#include "loader/host_parallel.h"
 #include "loader/loader.h"
 #include "loader/log.h"
 
@@ -68,24 +69,12 @@ const char* HostQuery(const char* key) noexcept {
   return it != table.current.end() ? it->second->c_str() : nullptr;
 }
 
-// Serial until a pool backs it: the contract allows num_threads() == 1.
-tf_status HostParallelFor(int64_t begin, int64_t end, int64_t /*grain*/,
-                          tf_parallel_fn fn, void* ctx) noexcept {
-  if (fn == nullptr || end < begin) return TF_ERROR_INVALID_ARGUMENT;
-  if (begin < end) fn(begin, end, ctx);
-  return TF_OK;
-}
-
-int32_t HostNumThreads() noexcept { return 1; }
-
-int32_t HostThreadIndex() noexcept { return 0; }
-
 const tf_host_api kHostApi = {
     sizeof(tf_host_api),  TF_ABI_VERSION_MAJOR,
     TF_ABI_VERSION_MINOR, &HostLog,
     &HostSetError,        &HostQuery,
-    &HostParallelFor,     &HostNumThreads,
-    &HostThreadIndex,
+    &ParallelFor,         &ParallelNumThreads,
+    &ParallelThreadIndex,
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Start-up: finding torch's functions, choosing the path, and calibrating
 // the layouts the offset path and the probes read.
+#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include "core/bridge/bridge.h"
 #include "core/bridge/impl_words.h"
 #include "core/python/py_errors.h"
+#include "loader/host_parallel.h"
 #include "loader/loader.h"
 
 namespace torchferry {
@@ -186,6 +188,27 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
                     "offset calibration failed ({}) and there is no DLPack "
                     "exchange API to fall back on ({})",
                     torch_version, calibration_.detail, exchange_detail_));
+  }
+  // parallel_for's backend (loader/host_parallel.h), torch's where it
+  // exports its pool's C functions; dlsym by name, as each may be absent.
+  TorchParallel parallel;
+  void* cpu = lib_.cpu_handle;
+  parallel.parallel_for = reinterpret_cast<decltype(parallel.parallel_for)>(
+      dlsym(cpu, "torch_parallel_for"));
+  parallel.get_num_threads =
+      reinterpret_cast<decltype(parallel.get_num_threads)>(
+          dlsym(cpu, "torch_get_num_threads"));
+  parallel.get_thread_idx = reinterpret_cast<decltype(parallel.get_thread_idx)>(
+      dlsym(cpu, "torch_get_thread_idx"));
+  parallel.thread_count = reinterpret_cast<int (*)()>(
+      dlsym(cpu, "_ZN2at15get_num_threadsEv"));  // at::get_num_threads()
+  const char* parallel_choice = CodeSelectingEnv("TORCHFERRY_PARALLEL");
+  if (!InstallParallel(parallel, parallel_choice, &error)) {
+    return RaiseError(
+        PyExc_ValueError,
+        fmt::format("TORCHFERRY_PARALLEL='{}' cannot be honoured ({}); set "
+                    "it to 'auto', 'torch', 'host' or 'serial', or unset it",
+                    parallel_choice, error));
   }
   initialized_ = true;
   return true;

@@ -19,6 +19,7 @@
 #include "core/python/op_functions.h"
 #include "core/python/py_errors.h"
 #include "core/python/py_view.h"
+#include "loader/host_parallel.h"
 #include "loader/known_values.h"
 #include "loader/loader.h"
 
@@ -139,7 +140,8 @@ PyObject* Init(PyObject* module, PyObject* args) {
   }
   g_ignored_environment = options.ignored_environment;
   // The bridge read these through CodeSelectingEnv(), which skips them here.
-  for (const char* name : {"TORCHFERRY_BRIDGE", "TORCHFERRY_TENSOR_META"}) {
+  for (const char* name :
+       {"TORCHFERRY_BRIDGE", "TORCHFERRY_TENSOR_META", "TORCHFERRY_PARALLEL"}) {
     if (SecureExecution() && std::getenv(name) != nullptr) {
       g_ignored_environment.emplace_back(name);
     }
@@ -205,6 +207,23 @@ PyObject* BridgeCounts(PyObject*, PyObject*) {
 
 PyObject* ResetBridgeCounts(PyObject*, PyObject*) {
   Bridge::Get().ResetCounts();
+  Py_RETURN_NONE;
+}
+
+// parallel_for's backend, thread count now, and regions per backend.
+PyObject* ParallelInfo(PyObject*, PyObject*) {
+  const ParallelCounts c = GetParallelCounts();
+  return Py_BuildValue(
+      "{s:s,s:s,s:i,s:{s:K,s:K,s:K}}", "backend",
+      ParallelBackendName(CurrentParallelBackend()), "reason",
+      ParallelReason().c_str(), "threads", ParallelNumThreads(), "counts",
+      "torch", c.parallel[static_cast<int>(ParallelBackend::kTorch)], "host",
+      c.parallel[static_cast<int>(ParallelBackend::kHost)], "inline",
+      c.inline_calls);
+}
+
+PyObject* ResetParallelCountsNow(PyObject*, PyObject*) {
+  ResetParallelCounts();
   Py_RETURN_NONE;
 }
 
@@ -557,6 +576,9 @@ PyMethodDef g_methods[] = {
     {"_set_bridge_path", TF_CFUNC(SetBridgePath), METH_O, nullptr},
     {"_bridge_counts", TF_CFUNC(BridgeCounts), METH_NOARGS, nullptr},
     {"_reset_bridge_counts", TF_CFUNC(ResetBridgeCounts), METH_NOARGS, nullptr},
+    {"_parallel_info", TF_CFUNC(ParallelInfo), METH_NOARGS, nullptr},
+    {"_reset_parallel_counts", TF_CFUNC(ResetParallelCountsNow), METH_NOARGS,
+     nullptr},
     {"_shim_available", TF_CFUNC(ShimAvailable), METH_NOARGS, nullptr},
     {"_bridge_info", TF_CFUNC(BridgeInfo), METH_NOARGS, nullptr},
     {"_set_out_alloc", TF_CFUNC(SetOutAlloc), METH_O, nullptr},

@@ -123,7 +123,7 @@ _BUILT_PLUGIN_DIR_GIVEN = _os.path.isdir(BUILT_PLUGIN_DIR)
 # loaded and STARTUP_ERROR naming the variable: every use of the bridge, the
 # ops or the plugins raises that ValueError, while `python -m torchferry
 # info` and `config`, which run inside this import, still answer.
-BRIDGE_VARIABLES = ("TORCHFERRY_BRIDGE", "TORCHFERRY_TENSOR_META")
+BRIDGE_VARIABLES = ("TORCHFERRY_BRIDGE", "TORCHFERRY_TENSOR_META", "TORCHFERRY_PARALLEL")
 STARTUP_ERROR = None
 
 

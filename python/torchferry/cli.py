@@ -33,6 +33,7 @@ def build_parser():
         "plugins. Environment: TORCHFERRY_PLUGIN_PATH (extra plugin folders or files, "
         "searched first), TORCHFERRY_PLUGINS (name globs; -glob excludes), "
         "TORCHFERRY_BRIDGE (auto|shim|offset|exchange), TORCHFERRY_TENSOR_META (auto|getters), "
+        "TORCHFERRY_PARALLEL (auto|torch|host|serial: what serves plugins' parallel_for), "
         "TORCHFERRY_LOG (debug|info|warn|error|off), "
         "TORCHFERRY_ATEN_STRATEGY (from_blob|source|pool), TORCHFERRY_CPU_ISA (baseline|avx2), "
         "TORCHFERRY_CACHE (where build-aten's plugin goes and is found). "

@@ -70,6 +70,8 @@ def collect():
         **_versions(),
         "bridge": bridge.info(),
         "path_counts": bridge.path_counts(),
+        # host->parallel_for's backend, threads now, regions per backend.
+        "parallel": _C._parallel_info(),
         "plugin_search": {
             "TORCHFERRY_PLUGIN_PATH": _env_text("TORCHFERRY_PLUGIN_PATH"),
             "TORCHFERRY_PLUGINS": _env_text("TORCHFERRY_PLUGINS"),
@@ -171,6 +173,13 @@ def render(data, verbose=False):
         f"torch {data['torch']} at {data['torch_path']}",
         f"bridge path: {b['path']}",
         f"  why: {b['reason']}",
+    ]
+    p = data["parallel"]
+    lines += [
+        f"parallel_for: {p['backend']}, {p['threads']} thread{'s' if p['threads'] != 1 else ''} "
+        f"(TORCHFERRY_PARALLEL=auto|torch|host|serial)",
+        f"  why: {p['reason']}",
+        f"  regions: torch={p['counts']['torch']}, host={p['counts']['host']}, inline={p['counts']['inline']}",
     ]
     if verbose:
         lines += _bridge_details(data)
