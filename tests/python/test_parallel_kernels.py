@@ -80,6 +80,17 @@ def case(op, dt):
     if op == "matmul_batch":
         a, b = make((3, 100, 256), dt), make((3, 256, 301), dt)
         return (lambda: ops.matmul(a, b)), REFERENCES["matmul"](a, b), False
+    if op in ("rotary", "rotary_interleaved"):  # rows of a [B, H, L, D] x
+        x = make((2, 13, 97, 130), dt)  # 2522 rows, a partial rotary dim
+        cos, sin = make((1, 1, 97, 61), dt), make((1, 1, 97, 61), dt)
+        inter = op == "rotary_interleaved"
+        expected = REFERENCES["rotary_embedding"](x, cos, sin, interleaved=inter)
+        return (lambda: ops.rotary_embedding(x, cos, sin, interleaved=inter)), expected, False
+    if op == "rotary_strided":  # x a transposed view: strided rows and dims
+        x = make((2, 97, 13, 130), dt).transpose(1, 2)
+        cos, sin = make((2, 1, 97, 65), dt), make((2, 1, 97, 65), dt)
+        expected = REFERENCES["rotary_embedding"](x, cos, sin)
+        return (lambda: ops.rotary_embedding(x, cos, sin)), expected, False
     raise AssertionError(op)
 
 
@@ -87,6 +98,7 @@ OPS = [
     "abs", "neg", "exp", "silu", "add", "mul", "add_strided", "add_broadcast", "clamp", "cast",
     "silu_and_mul", "rms_norm", "add_rms_norm", "softmax", "softmax_dim0",
     "linear_1", "linear_8", "linear_64", "matmul_rows", "matmul_batch",
+    "rotary", "rotary_interleaved", "rotary_strided",
 ]  # fmt: skip
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 
