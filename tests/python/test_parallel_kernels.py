@@ -91,6 +91,12 @@ def case(op, dt):
         cos, sin = make((2, 1, 97, 65), dt), make((2, 1, 97, 65), dt)
         expected = REFERENCES["rotary_embedding"](x, cos, sin)
         return (lambda: ops.rotary_embedding(x, cos, sin)), expected, False
+    if op in ("embedding", "embedding_strided"):  # 2 x 1031 ids of 67 columns
+        table = make((509, 67), dt)
+        if op == "embedding_strided":  # strided ids and table columns
+            table = make((67, 509), dt).t()
+        ids = torch.randint(0, 509, (1031, 2), dtype=torch.int32).t()
+        return (lambda: ops.embedding(ids, table)), table[ids.long()], True
     raise AssertionError(op)
 
 
@@ -98,7 +104,7 @@ OPS = [
     "abs", "neg", "exp", "silu", "add", "mul", "add_strided", "add_broadcast", "clamp", "cast",
     "silu_and_mul", "rms_norm", "add_rms_norm", "softmax", "softmax_dim0",
     "linear_1", "linear_8", "linear_64", "matmul_rows", "matmul_batch",
-    "rotary", "rotary_interleaved", "rotary_strided",
+    "rotary", "rotary_interleaved", "rotary_strided", "embedding", "embedding_strided",
 ]  # fmt: skip
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 
