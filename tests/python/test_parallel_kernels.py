@@ -97,6 +97,20 @@ def case(op, dt):
             table = make((67, 509), dt).t()
         ids = torch.randint(0, 509, (1031, 2), dtype=torch.int32).t()
         return (lambda: ops.embedding(ids, table)), table[ids.long()], True
+    if op.startswith("cat"):  # blocks of 3 inputs, one of them empty
+        a, b, e = make((131, 7, 97), dt), make((131, 5, 97), dt), make((131, 0, 97), dt)
+        xs = [a, e, b, a]
+        if op == "cat_dim0":  # one row of blocks: the split cuts inside blocks
+            xs = [t.transpose(0, 1).contiguous() for t in xs]
+            return (lambda: ops.cat(xs, 0)), torch.cat(xs, 0), True
+        if op == "cat_strided":  # a transposed input: the elementwise copy
+            xs = [a, a.transpose(0, 2).contiguous().transpose(0, 2)]
+        return (lambda: ops.cat(xs, 1)), torch.cat(xs, 1), True
+    if op.startswith("stack"):
+        xs = [make((131, 97, 3), dt) for _ in range(3)]
+        if op == "stack_strided":
+            xs[1] = make((3, 97, 131), dt).transpose(0, 2)
+        return (lambda: ops.stack(xs, 1)), torch.stack(xs, 1), True
     raise AssertionError(op)
 
 
@@ -105,6 +119,7 @@ OPS = [
     "silu_and_mul", "rms_norm", "add_rms_norm", "softmax", "softmax_dim0",
     "linear_1", "linear_8", "linear_64", "matmul_rows", "matmul_batch",
     "rotary", "rotary_interleaved", "rotary_strided", "embedding", "embedding_strided",
+    "cat", "cat_dim0", "cat_strided", "stack", "stack_strided",
 ]  # fmt: skip
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 
