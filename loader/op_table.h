@@ -140,17 +140,24 @@ struct OpEntry {
 inline constexpr OpEntry kOpTable[] = {
     {"abs(Tensor input) -> Tensor", dtype_sets::kNumbers, AliasRule::kExact,
      Geometry::kSameShape, "out = |input|",
-     "inputs: x. out: x's shape and dtype. abs of a uint8 is itself."},
+     "inputs: x. out: x's shape and dtype. abs of a uint8 is itself. Results "
+     "do not depend on the host's thread count: a kernel splits work over "
+     "parallel_for only between independent outputs."},
     {"neg(Tensor input) -> Tensor", dtype_sets::kNumbers, AliasRule::kExact,
      Geometry::kSameShape, "out = -input",
      "inputs: x. out: x's shape and dtype. neg of a uint8 wraps modulo "
-     "2**8, as torch's."},
+     "2**8, as torch's. Results do not depend on the host's thread count: a "
+     "kernel splits work over parallel_for only between independent outputs."},
     {"exp(Tensor input) -> Tensor", dtype_sets::kFloat, AliasRule::kExact,
      Geometry::kSameShape, "out = e**input",
-     "inputs: x. out: x's shape and dtype."},
+     "inputs: x. out: x's shape and dtype. Results do not depend on the host's "
+     "thread count: a kernel splits work over parallel_for only between "
+     "independent outputs."},
     {"silu(Tensor input) -> Tensor", dtype_sets::kFloat, AliasRule::kExact,
      Geometry::kSameShape, "out = input * sigmoid(input)",
-     "inputs: x. out: x's shape and dtype; silu(x) = x / (1 + exp(-x))."},
+     "inputs: x. out: x's shape and dtype; silu(x) = x / (1 + exp(-x)). "
+     "Results do not depend on the host's thread count: a kernel splits work "
+     "over parallel_for only between independent outputs."},
     {"add(Tensor input, Tensor other, Scalar alpha=1) -> Tensor",
      dtype_sets::kAll, AliasRule::kExact, Geometry::kBroadcast,
      "out = input + alpha * other, broadcasting; other may be a Python number",
@@ -164,14 +171,17 @@ inline constexpr OpEntry kOpTable[] = {
      "value past its range is refused, a bool only for bool) and a float "
      "alpha arrives rounded to the dtype. The host also runs mul(x, n) of a "
      "float16 or bfloat16 x here, as add(-0.0, x, alpha=n) with n "
-     "unrounded."},
+     "unrounded. Results do not depend on the host's thread count: a kernel "
+     "splits work over parallel_for only between independent outputs."},
     {"mul(Tensor input, Tensor other) -> Tensor", dtype_sets::kAll,
      AliasRule::kExact, Geometry::kBroadcast,
      "out = input * other, broadcasting; other may be a Python number",
      "inputs: x, y, broadcast as for add. out = x * y. A Python number "
      "`other` is a 0-dim y of x's dtype, cast unchecked as add's; on "
      "float16 and bfloat16 torch keeps it in float32, so the host runs "
-     "add's kernel instead (see add)."},
+     "add's kernel instead (see add). Results do not depend on the host's "
+     "thread count: a kernel splits work over parallel_for only between "
+     "independent outputs."},
     {"clamp(Tensor input, Tensor? min=None, Tensor? max=None) -> Tensor",
      dtype_sets::kNumbers | dtype_sets::kBool, AliasRule::kExact,
      Geometry::kClamp,
@@ -184,22 +194,29 @@ inline constexpr OpEntry kOpTable[] = {
      "torch would promote clamp(bool, max=-3) to int64, the host refuses "
      "it) and is checked into the dtype (int8 takes -128 to 127, uint8 "
      "-255 to 255, float16 -65504 to 65504, inf and NaN pass); a float "
-     "arrives rounded to the dtype."},
+     "arrives rounded to the dtype. Results do not depend on the host's thread "
+     "count: a kernel splits work over parallel_for only between independent "
+     "outputs."},
     {"stack(Tensor[] tensors, int dim=0) -> Tensor", dtype_sets::kAll,
      AliasRule::kNone, Geometry::kStack, "tensors joined along a new dim",
      "inputs: xs, `TF_ARG_TENSOR_LIST`, count >= 1, one shape and dtype. "
      "attrs: dim, `TF_ARG_INT` in [0, x.ndim]. out: x's shape with count "
-     "inserted at dim."},
+     "inserted at dim. Results do not depend on the host's thread count: a "
+     "kernel splits work over parallel_for only between independent outputs."},
     {"cast(Tensor input, *, Tensor(a!) out) -> Tensor(a!)", dtype_sets::kAll,
      AliasRule::kNone, Geometry::kCast, "input converted to out's dtype",
      "inputs: x. out: x's shape, any dtype the plugin carries. Float to int "
      "truncates toward zero; to bool is `x != 0`; the kernel is keyed by x's "
-     "dtype and returns `TF_ERROR_UNSUPPORTED` for an out dtype it lacks."},
+     "dtype and returns `TF_ERROR_UNSUPPORTED` for an out dtype it lacks. "
+     "Results do not depend on the host's thread count: a kernel splits work "
+     "over parallel_for only between independent outputs."},
     {"silu_and_mul(Tensor input) -> Tensor", dtype_sets::kFloat,
      AliasRule::kNone, Geometry::kLastDimHalved,
      "silu(input[..., :d]) * input[..., d:]",
      "inputs: x, ndim >= 1, last dim 2d. out: x's shape with last dim d; "
-     "out = silu(x[..., :d]) * x[..., d:]."},
+     "out = silu(x[..., :d]) * x[..., d:]. Results do not depend on the host's "
+     "thread count: a kernel splits work over parallel_for only between "
+     "independent outputs."},
     {"rms_norm(Tensor input, Tensor weight, float eps=1e-06) -> Tensor",
      dtype_sets::kFloat, AliasRule::kNone, Geometry::kRowNorm,
      "input / sqrt(mean(input**2) + eps) * weight, over the last dim",
@@ -209,7 +226,9 @@ inline constexpr OpEntry kOpTable[] = {
      "accumulator adding more than 256 terms in sequence: partial sums "
      "(lanes, blocks, threads) meet in float64, so that the error stays a "
      "blocked sum's at any length and stride. eps is any Python number, as "
-     "torch's, never rounded to the dtype (1e-8 on float16 is not 0)."},
+     "torch's, never rounded to the dtype (1e-8 on float16 is not 0). Results "
+     "do not depend on the host's thread count: a kernel splits work over "
+     "parallel_for only between independent outputs."},
     {"softmax(Tensor input, int dim=-1) -> Tensor", dtype_sets::kFloat,
      AliasRule::kNone, Geometry::kSoftmax,
      "exp(input) / sum(exp(input)) "
@@ -219,7 +238,8 @@ inline constexpr OpEntry kOpTable[] = {
      "accumulate in at least float32, no accumulator adding more than 256 "
      "terms in sequence: partial sums (lanes, blocks, threads) meet in "
      "float64, so that the error stays a blocked sum's at any length and "
-     "stride."},
+     "stride. Results do not depend on the host's thread count: a kernel "
+     "splits work over parallel_for only between independent outputs."},
     {"matmul(Tensor input, Tensor other) -> Tensor", dtype_sets::kFloat,
      AliasRule::kNone, Geometry::kMatmul,
      "matrix product with torch.matmul's rules: a 1-D operand is a row "
@@ -231,7 +251,9 @@ inline constexpr OpEntry kOpTable[] = {
      "Accumulate in at least float32; a depth above 16384 in chunks of at "
      "most that, whose products meet in float64, so that a long depth's "
      "error stays near torch's (a kernel on a BLAS library keeps the "
-     "library's order, as torch does)."},
+     "library's order, as torch does). Results do not depend on the host's "
+     "thread count: a kernel splits work over parallel_for only between "
+     "independent outputs."},
     {"noop(Tensor[] tensors) -> ()", dtype_sets::kAll, AliasRule::kNone,
      Geometry::kNoop,
      "bridges every tensor and calls a kernel that reads the views and does "
@@ -250,7 +272,9 @@ inline constexpr OpEntry kOpTable[] = {
      "dims). attrs: interleaved, `TF_ARG_BOOL`. out: x's shape; for each "
      "pair (a, b) = (i, i + h), or (2i, 2i + 1) when interleaved, out[a] = "
      "x[a] cos[i] - x[b] sin[i], out[b] = x[b] cos[i] + x[a] sin[i]; dims "
-     "from 2h on are x's. Compute in at least float32.",
+     "from 2h on are x's. Compute in at least float32. Results do not depend "
+     "on the host's thread count: a kernel splits work over parallel_for only "
+     "between independent outputs.",
      2},
     {"scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, "
      "Tensor? attn_mask=None, *, bool is_causal=False, float? scale=None, "
@@ -270,7 +294,9 @@ inline constexpr OpEntry kOpTable[] = {
      "no key is 0, as in torch (2.5 and later); a NaN scale with E and S "
      "above 0 makes every element of out NaN, masked rows too, as in torch. "
      "Accumulate in float32 within a block of at most 256 keys; the running "
-     "sum of weights and the output carry across blocks in float64.",
+     "sum of weights and the output carry across blocks in float64. Results do "
+     "not depend on the host's thread count: a kernel splits work over "
+     "parallel_for only between independent outputs.",
      2},
     // --- linear (core/prepare/prepare_linear.cc) ---
     {"linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
@@ -283,7 +309,9 @@ inline constexpr OpEntry kOpTable[] = {
      "and out [..., N] as [B, M, ...] (every leading dim in M when their "
      "strides nest, else the last in M and the others in B when those nest, "
      "else the last two as B and M and the host repeats the call over the "
-     "others). out = x @ w + bias; x @ w accumulated as matmul's.",
+     "others). out = x @ w + bias; x @ w accumulated as matmul's. Results do "
+     "not depend on the host's thread count: a kernel splits work over "
+     "parallel_for only between independent outputs.",
      2},
     // embedding and cat.
     {"embedding(Tensor input, Tensor weight) -> Tensor", dtype_sets::kAll,
@@ -293,14 +321,18 @@ inline constexpr OpEntry kOpTable[] = {
      "out: ids' shape + [dim], the table's dtype; keyed by the table's "
      "dtype. out[i..., :] = table[ids[i...], :]. The kernel checks every id: "
      "one outside [0, num) is `TF_ERROR_OUT_OF_RANGE` naming the id, its "
-     "index and num, and no row outside the table is read.",
+     "index and num, and no row outside the table is read. Results do not "
+     "depend on the host's thread count: a kernel splits work over "
+     "parallel_for only between independent outputs.",
      2},
     {"cat(Tensor[] tensors, int dim=0) -> Tensor", dtype_sets::kAll,
      AliasRule::kNone, Geometry::kCat, "tensors joined along an existing dim",
      "inputs: xs, `TF_ARG_TENSOR_LIST`, count >= 1, one dtype and ndim >= 1, "
      "shapes equal except at dim (the host drops torch's legacy 1-D empty "
      "tensors beside tensors of another ndim). attrs: dim, `TF_ARG_INT` in "
-     "[0, ndim). out: the shape with the sizes at dim summed.",
+     "[0, ndim). out: the shape with the sizes at dim summed. Results do not "
+     "depend on the host's thread count: a kernel splits work over "
+     "parallel_for only between independent outputs.",
      2},
     {"add_rms_norm(Tensor input, Tensor(a!) residual, Tensor weight, *, "
      "float eps=1e-06) -> Tensor",
@@ -313,7 +345,9 @@ inline constexpr OpEntry kOpTable[] = {
      "dtype; residual is read and written. residual = residual + x (rounded "
      "to the dtype, as add), then out = rms_norm of the new residual, as "
      "rms_norm computes it (its accumulation and eps included). No two of "
-     "x, weight, residual and out overlap.",
+     "x, weight, residual and out overlap. Results do not depend on the host's "
+     "thread count: a kernel splits work over parallel_for only between "
+     "independent outputs.",
      2},
 };
 

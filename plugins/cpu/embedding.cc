@@ -12,22 +12,31 @@
 #include "call.h"
 #include "dtype.h"
 #include "kernel_table.h"
+#include "parallel.h"
 #include "words.h"
 
 namespace torchferry::cpu {
 namespace {
 
-// Walks the ids in row-major order, calling visit(flat, id_offset,
-// out_offset) with element offsets into ids and out; stops when visit
-// returns false.
+// Walks ids [first, last) in row-major order, calling visit(flat,
+// id_offset, out_offset) with element offsets into ids and out; stops when
+// visit returns false. Threads may each walk their own range.
 template <typename Visit>
-bool ForEachId(const tf_tensor& ids, const tf_tensor& out, const Visit& visit) {
+bool ForEachIdIn(const tf_tensor& ids, const tf_tensor& out, int64_t first,
+                 int64_t last, const Visit& visit) {
+  // An empty range returns before dividing by a size that may be 0.
+  if (first >= last) return true;
   const int ndim = ids.ndim;
   int64_t index[kMaxRank];
-  for (int d = 0; d < ndim; ++d) index[d] = 0;
-  const int64_t n = Numel(ids);
   int64_t id_off = 0, out_off = 0;
-  for (int64_t flat = 0; flat < n; ++flat) {
+  int64_t rest = first;
+  for (int d = ndim - 1; d >= 0; --d) {
+    index[d] = rest % ids.shape[d];
+    rest /= ids.shape[d];
+    id_off += index[d] * ids.strides[d];
+    out_off += index[d] * out.strides[d];
+  }
+  for (int64_t flat = first; flat < last; ++flat) {
     if (!visit(flat, id_off, out_off)) return false;
     for (int d = ndim - 1; d >= 0; --d) {
       id_off += ids.strides[d];
@@ -39,6 +48,11 @@ bool ForEachId(const tf_tensor& ids, const tf_tensor& out, const Visit& visit) {
     }
   }
   return true;
+}
+
+template <typename Visit>
+bool ForEachId(const tf_tensor& ids, const tf_tensor& out, const Visit& visit) {
+  return ForEachIdIn(ids, out, 0, Numel(ids), visit);
 }
 
 // "[1, 2]" for the flat row-major position `flat` in ids.
@@ -103,7 +117,7 @@ tf_status Gather(const tf_call* call, const tf_tensor& ids,
   W* dst = DataOf<W>(out);
   const int64_t out_step = out.strides[out.ndim - 1];
   const int64_t table_step = table.strides[1];
-  ForEachId(ids, out, [&](int64_t flat, int64_t, int64_t out_off) {
+  auto copy = [&](int64_t flat, int64_t, int64_t out_off) {
     const W* src = rows + checked[flat] * table.strides[0];
     W* row = dst + out_off;
     if (out_step == 1 && table_step == 1) {
@@ -112,6 +126,12 @@ tf_status Gather(const tf_call* call, const tf_tensor& ids,
       for (int64_t j = 0; j < dim; ++j) row[j * out_step] = src[j * table_step];
     }
     return true;
+  };
+  // The ids were checked above on this thread alone (the first bad one is
+  // named whatever the thread count); the copies write disjoint rows of out,
+  // so they split over the host's threads by id.
+  ParallelFor(n, dim, [&](int64_t first, int64_t last) {
+    ForEachIdIn(ids, out, first, last, copy);
   });
   return TF_OK;
 }

@@ -18,6 +18,7 @@
 #include "call.h"
 #include "convert.h"
 #include "isa.h"
+#include "parallel.h"
 #include "strided.h"
 
 namespace torchferry::cpu {
@@ -89,6 +90,23 @@ inline void Flat3(O* o, const A* a, const B* b, const C* c, int64_t n,
   FlatLoop(Same(o, a) || Same(o, b) || Same(o, c), o, n, f, a, b, c);
 }
 
+// Elementwise work splits in blocks of kSplitBlock positions, so that a
+// share's vector loops group elements exactly as one thread's would.
+constexpr int64_t kSplitBlock = 256;
+
+template <typename Body>
+inline void ParallelElements(int64_t n, const Body& body) {
+  ParallelForBlocks(n, kSplitBlock, 1, body);
+}
+
+// walker.Run(body), with the positions split over threads.
+template <int N, typename Body>
+inline void ParallelWalk(const StridedWalker<N>& walker, const Body& body) {
+  ParallelElements(walker.Size(), [&](int64_t first, int64_t last) {
+    walker.RunRange(first, last, body);
+  });
+}
+
 inline int64_t NumelOf(int ndim, const int64_t* shape) {
   int64_t n = 1;
   for (int d = 0; d < ndim; ++d) n *= shape[d];
@@ -105,23 +123,27 @@ bool Map1(int ndim, const int64_t* shape, View<O> out, View<const A> a,
   const int64_t n = detail::NumelOf(ndim, shape);
   if (n == 0) return true;
   if (out.contiguous && a.contiguous) {
-    detail::Flat1(out.data, a.data, n, f);
+    detail::ParallelElements(n, [&](int64_t b, int64_t e) {
+      detail::Flat1(out.data + b, a.data + b, e - b, f);
+    });
     return true;
   }
   StridedWalker<2> walker;
   if (!walker.Init(ndim, shape, {out.strides, a.strides})) return false;
-  walker.Run([&](const int64_t* off, int64_t len, const int64_t* st) {
-    O* o = out.data + off[0];
-    const A* pa = a.data + off[1];
-    if (st[0] == 1 && st[1] == 1) {
-      detail::Flat1(o, pa, len, f);
-    } else if (st[0] == 1 && st[1] == 0) {
-      const O value = f(*pa);
-      for (int64_t i = 0; i < len; ++i) o[i] = value;
-    } else {
-      for (int64_t i = 0; i < len; ++i) o[i * st[0]] = f(pa[i * st[1]]);
-    }
-  });
+  detail::ParallelWalk(walker,
+                       [&](const int64_t* off, int64_t len, const int64_t* st) {
+                         O* o = out.data + off[0];
+                         const A* pa = a.data + off[1];
+                         if (st[0] == 1 && st[1] == 1) {
+                           detail::Flat1(o, pa, len, f);
+                         } else if (st[0] == 1 && st[1] == 0) {
+                           const O value = f(*pa);
+                           for (int64_t i = 0; i < len; ++i) o[i] = value;
+                         } else {
+                           for (int64_t i = 0; i < len; ++i)
+                             o[i * st[0]] = f(pa[i * st[1]]);
+                         }
+                       });
   return true;
 }
 
@@ -132,32 +154,35 @@ bool Map2(int ndim, const int64_t* shape, View<O> out, View<const A> a,
   const int64_t n = detail::NumelOf(ndim, shape);
   if (n == 0) return true;
   if (out.contiguous && a.contiguous && b.contiguous) {
-    detail::Flat2(out.data, a.data, b.data, n, f);
+    detail::ParallelElements(n, [&](int64_t i0, int64_t i1) {
+      detail::Flat2(out.data + i0, a.data + i0, b.data + i0, i1 - i0, f);
+    });
     return true;
   }
   StridedWalker<3> walker;
   if (!walker.Init(ndim, shape, {out.strides, a.strides, b.strides})) {
     return false;
   }
-  walker.Run([&](const int64_t* off, int64_t len, const int64_t* st) {
-    O* o = out.data + off[0];
-    const A* pa = a.data + off[1];
-    const B* pb = b.data + off[2];
-    if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
-      detail::Flat2(o, pa, pb, len, f);
-    } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
-      // A broadcast operand (bias, scale) is one value along the run.
-      const B bv = *pb;
-      detail::Flat1(o, pa, len, [bv, &f](A av) { return f(av, bv); });
-    } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
-      const A av = *pa;
-      detail::Flat1(o, pb, len, [av, &f](B bv) { return f(av, bv); });
-    } else {
-      for (int64_t i = 0; i < len; ++i) {
-        o[i * st[0]] = f(pa[i * st[1]], pb[i * st[2]]);
-      }
-    }
-  });
+  detail::ParallelWalk(
+      walker, [&](const int64_t* off, int64_t len, const int64_t* st) {
+        O* o = out.data + off[0];
+        const A* pa = a.data + off[1];
+        const B* pb = b.data + off[2];
+        if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+          detail::Flat2(o, pa, pb, len, f);
+        } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
+          // A broadcast operand (bias, scale) is one value along the run.
+          const B bv = *pb;
+          detail::Flat1(o, pa, len, [bv, &f](A av) { return f(av, bv); });
+        } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
+          const A av = *pa;
+          detail::Flat1(o, pb, len, [av, &f](B bv) { return f(av, bv); });
+        } else {
+          for (int64_t i = 0; i < len; ++i) {
+            o[i * st[0]] = f(pa[i * st[1]], pb[i * st[2]]);
+          }
+        }
+      });
   return true;
 }
 
@@ -168,7 +193,10 @@ bool Map3(int ndim, const int64_t* shape, View<O> out, View<const A> a,
   const int64_t n = detail::NumelOf(ndim, shape);
   if (n == 0) return true;
   if (out.contiguous && a.contiguous && b.contiguous && c.contiguous) {
-    detail::Flat3(out.data, a.data, b.data, c.data, n, f);
+    detail::ParallelElements(n, [&](int64_t i0, int64_t i1) {
+      detail::Flat3(out.data + i0, a.data + i0, b.data + i0, c.data + i0,
+                    i1 - i0, f);
+    });
     return true;
   }
   StridedWalker<4> walker;
@@ -176,7 +204,8 @@ bool Map3(int ndim, const int64_t* shape, View<O> out, View<const A> a,
                    {out.strides, a.strides, b.strides, c.strides})) {
     return false;
   }
-  walker.Run([&](const int64_t* off, int64_t len, const int64_t* st) {
+  detail::ParallelWalk(walker, [&](const int64_t* off, int64_t len,
+                                   const int64_t* st) {
     O* o = out.data + off[0];
     const A* pa = a.data + off[1];
     const B* pb = b.data + off[2];
@@ -310,17 +339,22 @@ bool MapBlocked(int ndim, const int64_t* shape, View<T> out, const Op& op,
     const T* const in[kInputs] = {ins.data...};
     int64_t unit[kInputs];
     for (size_t k = 0; k < kInputs; ++k) unit[k] = 1;
-    run(out.data, 1, in, unit, n);
+    detail::ParallelElements(n, [&](int64_t i0, int64_t i1) {
+      const T* shifted[kInputs];
+      for (size_t k = 0; k < kInputs; ++k) shifted[k] = in[k] + i0;
+      run(out.data + i0, 1, shifted, unit, i1 - i0);
+    });
     return true;
   }
   StridedWalker<kInputs + 1> walker;
   if (!walker.Init(ndim, shape, {out.strides, ins.strides...})) return false;
-  walker.Run([&](const int64_t* off, int64_t len, const int64_t* st) {
-    const T* in[kInputs];
-    size_t k = 0;
-    ((in[k] = ins.data + off[k + 1], ++k), ...);
-    run(out.data + off[0], st[0], in, st + 1, len);
-  });
+  detail::ParallelWalk(walker,
+                       [&](const int64_t* off, int64_t len, const int64_t* st) {
+                         const T* in[kInputs];
+                         size_t k = 0;
+                         ((in[k] = ins.data + off[k + 1], ++k), ...);
+                         run(out.data + off[0], st[0], in, st + 1, len);
+                       });
   return true;
 }
 

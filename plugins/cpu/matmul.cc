@@ -25,6 +25,7 @@
 #include "gemm_rows.h"
 #include "isa.h"
 #include "kernel_table.h"
+#include "parallel.h"
 #include "vmath.h"
 
 namespace torchferry::cpu {
@@ -36,6 +37,12 @@ constexpr int64_t kColumnChunk = 256;
 struct Strided2d {
   int64_t rows;  // stride between rows, in elements
   int64_t cols;  // stride between columns
+};
+
+// The rows and columns of a whole product, which choose its path.
+struct Extent {
+  int64_t m;
+  int64_t n;
 };
 
 template <typename A>
@@ -675,14 +682,15 @@ TF_CPU_AVX512 TF_CPU_FLATTEN void WidenedRowsAvx512(
                          wide_c);
 }
 
-// WidenedRows where it applies (kWidenedMinRows rows or more, a narrow b of
-// at most kWideBFloats, AVX2 or above: what GemmRows takes; its buffers
-// allocated); false, having done nothing, elsewhere.
+// WidenedRows where it applies (decided on the `whole` product's shape)
+// (kWidenedMinRows rows or more, a narrow b of at most kWideBFloats, AVX2 or
+// above: what GemmRows takes; its buffers allocated); false, having done
+// nothing, elsewhere.
 template <typename T>
 bool Widened(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
-             Strided2d os, int64_t m, int64_t k, int64_t n) {
-  if (m < kWidenedMinRows || n > kGemmRowsNarrowN || k * n > kWideBFloats ||
-      ActiveTier() == Tier::kBaseline) {
+             Strided2d os, int64_t m, int64_t k, int64_t n, Extent whole) {
+  if (whole.m < kWidenedMinRows || whole.n > kGemmRowsNarrowN ||
+      k * whole.n > kWideBFloats || ActiveTier() == Tier::kBaseline) {
     return false;
   }
   std::unique_ptr<float[]> wide(
@@ -701,17 +709,22 @@ bool Widened(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
 }
 
 // One product at a depth of at most kDepthChunk (Matmul::Run), on the
-// fastest path that takes it.
+// fastest path that takes it. The path is chosen on the shape of the `whole`
+// product this [m, n] block belongs to, so that every block of a split
+// product runs the path (and the order of sums) the unsplit one would.
 template <typename T>
 void Product(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
-             Strided2d os, int64_t m, int64_t k, int64_t n) {
+             Strided2d os, int64_t m, int64_t k, int64_t n, Extent whole) {
   // float32 with b's rows contiguous: GemmRows (gemm_rows.h) for a few
   // rows, or any rows of a narrow b. Otherwise float32 and float64 go
   // to BLIS (gemm.h); it refuses only strides that no dense matrix has,
   // which the loops below take.
   if constexpr (std::is_same_v<T, float>) {
-    if (GemmRows(a, {as.rows, as.cols}, b, {bs.rows, bs.cols}, out,
-                 {os.rows, os.cols}, m, k, n)) {
+    // A block of a product GemmRows takes is one it takes too.
+    const bool rows_path =
+        whole.m <= kGemmRowsMax || whole.n <= kGemmRowsNarrowN;
+    if (rows_path && GemmRows(a, {as.rows, as.cols}, b, {bs.rows, bs.cols}, out,
+                              {os.rows, os.cols}, m, k, n)) {
       return;
     }
   }
@@ -729,9 +742,9 @@ void Product(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
   constexpr int64_t kDotDepth = 512;
   if constexpr (std::is_same_v<T, float>) {
     const bool dots =
-        m == 1 || k >= kDotDepth ||
-        (ActiveTier() == Tier::kAvx512 && m >= kDotTileRows<F32x16>);
-    if (bs.rows == 1 && m <= kDotRows && dots &&
+        whole.m == 1 || k >= kDotDepth ||
+        (ActiveTier() == Tier::kAvx512 && whole.m >= kDotTileRows<F32x16>);
+    if (bs.rows == 1 && whole.m <= kDotRows && dots &&
         ActiveTier() != Tier::kBaseline &&
         Dots<T>(a, as, b, bs.cols, out, os, m, k, n)) {
       return;
@@ -750,10 +763,10 @@ void Product(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
   if constexpr (std::is_same_v<AccumulateOf<T>, float>) {
     if (ActiveTier() != Tier::kBaseline) {
       if constexpr (kBlocked<T>) {
-        if (Widened<T>(a, as, b, bs, out, os, m, k, n)) {
+        if (Widened<T>(a, as, b, bs, out, os, m, k, n, whole)) {
           return;
         }
-        if (bs.rows == 1 && m <= kDotRows &&
+        if (bs.rows == 1 && whole.m <= kDotRows &&
             Dots<T>(a, as, b, bs.cols, out, os, m, k, n)) {
           return;
         }
@@ -800,7 +813,7 @@ bool LongDepth(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
     const T* ac = a + p0 * as.cols;
     const T* bc = b + p0 * bs.rows;
     if constexpr (std::is_same_v<T, P>) {
-      Product<T>(ac, as, bc, bs, part.get(), ps, m, kc, n);
+      Product<T>(ac, as, bc, bs, part.get(), ps, m, kc, n, {m, n});
     } else {
       MatmulOne<T, P>(ac, as, bc, bs, part.get(), ps, m, kc, n);
     }
@@ -813,6 +826,49 @@ bool LongDepth(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
     }
   }
   return true;
+}
+
+// The batch's products, their outputs split over threads in blocks: output
+// columns when a product has at least as many columns as rows (few-row
+// linear and decode; each thread then packs only its columns of b), else
+// rows. Blocks are multiples of every register tile (16 columns; 1 to 32
+// rows), so each output element is computed as in the unsplit product, and
+// results do not depend on the thread count. A depth of at most kDepthChunk.
+constexpr int64_t kSplitColumns = 64;
+constexpr int64_t kSplitRows = 96;
+// A multiply-add of a product against an elementwise step (parallel.h): the
+// kernels run about this many per step's time, and a share below ~1M of
+// them cannot pay for a thread.
+constexpr int64_t kMacsPerStep = 32;
+
+template <typename T>
+void SplitProducts(const T* a, int64_t a_batch, Strided2d as, const T* b,
+                   int64_t b_batch, Strided2d bs, T* out, int64_t out_batch,
+                   Strided2d os, int64_t batch, int64_t m, int64_t k,
+                   int64_t n) {
+  const bool by_columns = n >= m;
+  const int64_t block = by_columns ? kSplitColumns : kSplitRows;
+  const int64_t blocks = ((by_columns ? n : m) + block - 1) / block;
+  const int64_t macs = (by_columns ? m : n) * block * k;
+  const int64_t cost = macs / kMacsPerStep > 0 ? macs / kMacsPerStep : 1;
+  ParallelFor(batch * blocks, cost, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t i = t / blocks;
+      const int64_t start = (t % blocks) * block;
+      const T* ai = a + i * a_batch;
+      const T* bi = b + i * b_batch;
+      T* oi = out + i * out_batch;
+      if (by_columns) {
+        const int64_t cols = n - start < block ? n - start : block;
+        Product<T>(ai, as, bi + start * bs.cols, bs, oi + start * os.cols, os,
+                   m, k, cols, {m, n});
+      } else {
+        const int64_t rows = m - start < block ? m - start : block;
+        Product<T>(ai + start * as.rows, as, bi, bs, oi + start * os.rows, os,
+                   rows, k, n, {m, n});
+      }
+    }
+  });
 }
 
 struct Matmul {
@@ -872,13 +928,16 @@ struct Matmul {
     const Strided2d as{a.strides[1], a.strides[2]};
     const Strided2d bs{b.strides[1], b.strides[2]};
     const Strided2d os{out.strides[1], out.strides[2]};
+    if (k <= kDepthChunk) {
+      SplitProducts<T>(a_data, a_batch, as, b_data, b_batch, bs, out_data,
+                       out.strides[0], os, batch, m, k, n);
+      return TF_OK;
+    }
     for (int64_t i = 0; i < batch; ++i) {
       const T* ai = a_data + i * a_batch;
       const T* bi = b_data + i * b_batch;
       T* oi = out_data + i * out.strides[0];
-      if (k <= kDepthChunk) {
-        Product<T>(ai, as, bi, bs, oi, os, m, k, n);
-      } else if (!LongDepth<T>(ai, as, bi, bs, oi, os, m, k, n)) {
+      if (!LongDepth<T>(ai, as, bi, bs, oi, os, m, k, n)) {
         return Fail(call, TF_ERROR_OUT_OF_MEMORY,
                     "matmul: no memory for the float64 sums of a depth of "
                     "%lld ([%lld, %lld] of them)",

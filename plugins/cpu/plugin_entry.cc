@@ -10,6 +10,7 @@
 #include "abi/torchferry.h"
 #include "isa.h"
 #include "kernel_table.h"
+#include "parallel.h"
 
 namespace torchferry::cpu {
 namespace {
@@ -92,7 +93,8 @@ void WarnAboutIsaSetting(const tf_host_api* host) {
 extern "C" TF_PLUGIN_EXPORT const tf_plugin* torchferry_plugin_entry(
     uint32_t host_abi_major, uint32_t host_abi_minor, const tf_host_api* host) {
   using torchferry::cpu::Log;
-  (void)host_abi_minor;  // every 1.x host has what this plugin uses
+  // Every 1.x host has what the kernels need; a 1.2 host also lends its
+  // threads (parallel.h), an older one leaves every kernel serial.
   if (host_abi_major != TF_ABI_VERSION_MAJOR) {
     char message[160];
     std::snprintf(message, sizeof message,
@@ -104,6 +106,7 @@ extern "C" TF_PLUGIN_EXPORT const tf_plugin* torchferry_plugin_entry(
   }
   try {
     torchferry::cpu::WarnAboutIsaSetting(host);
+    torchferry::cpu::SetParallelHost(host_abi_minor, host);
     return torchferry::cpu::Describe();
   } catch (const std::exception& e) {
     // Only allocation can throw here; nothing may cross the C ABI.

@@ -13,6 +13,7 @@
 #include "dtype.h"
 #include "isa.h"
 #include "kernel_table.h"
+#include "parallel.h"
 #include "strided.h"
 #include "sums.h"
 #include "vmath.h"
@@ -24,7 +25,8 @@ namespace {
 // the start of every line along `skip`, handing `runs` the walker's inner
 // runs: runs(offsets, len, strides) with offsets/strides [0] for x and [1]
 // for out, so that a caller may process neighbouring lines together. Returns
-// false when x has more dims than the walker takes.
+// false when x has more dims than the walker takes. The runs may be handed
+// over from several threads at once, each with lines of its own.
 template <typename Runs>
 bool ForEachLine(const tf_tensor& x, const tf_tensor& out, int skip,
                  const Runs& runs) {
@@ -42,7 +44,11 @@ bool ForEachLine(const tf_tensor& x, const tf_tensor& out, int skip,
   }
   StridedWalker<2> walker;
   if (!walker.Init(rank, shape, {x_strides, out_strides})) return false;
-  walker.Run(runs);
+  // Lines are independent: threads take whole lines, each computed as one
+  // thread would, so results do not depend on the thread count.
+  ParallelFor(walker.Size(), x.shape[skip], [&](int64_t first, int64_t last) {
+    walker.RunRange(first, last, runs);
+  });
   return true;
 }
 

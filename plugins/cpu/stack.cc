@@ -6,6 +6,7 @@
 
 #include "call.h"
 #include "dtype.h"
+#include "join.h"
 #include "kernel_table.h"
 #include "map.h"
 #include "words.h"
@@ -14,7 +15,8 @@ namespace torchferry::cpu {
 namespace {
 
 // Everything contiguous: out is [outer, count, inner] and each input
-// [outer, inner], so the stack is count interleaved block copies.
+// [outer, inner], so the stack is count interleaved block copies, split over
+// the host's threads by ranges of out.
 void StackContiguous(const tf_tensor_list& xs, int dim, const tf_tensor& out,
                      size_t element_size) {
   const tf_tensor& first = xs.items[0];
@@ -22,15 +24,10 @@ void StackContiguous(const tf_tensor_list& xs, int dim, const tf_tensor& out,
   for (int d = 0; d < dim; ++d) outer *= first.shape[d];
   int64_t inner = 1;
   for (int d = dim; d < first.ndim; ++d) inner *= first.shape[d];
-  const size_t block = static_cast<size_t>(inner) * element_size;
-  char* dst = DataOf<char>(out);
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t t = 0; t < xs.count; ++t) {
-      const char* src = DataOf<const char>(xs.items[t]) + o * block;
-      std::memcpy(dst, src, block);
-      dst += block;
-    }
-  }
+  JoinRows(
+      xs.count, outer, element_size, DataOf<char>(out),
+      [&](int64_t t) { return DataOf<const char>(xs.items[t]); },
+      [&](int64_t) { return inner; });
 }
 
 template <typename U>
