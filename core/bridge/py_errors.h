@@ -41,18 +41,6 @@ inline bool RaiseError(PyObject* type, const std::string& message) {
   return false;
 }
 
-// str(getattr(obj, attr)), or "<unknown>"; never leaves an exception set.
-inline std::string PyAttrText(PyObject* obj, const char* attr) {
-  std::string text = "<unknown>";
-  PyObject* value = PyObject_GetAttrString(obj, attr);
-  PyObject* str = value ? PyObject_Str(value) : nullptr;
-  if (str != nullptr) text = Utf8Text(str);
-  Py_XDECREF(str);
-  Py_XDECREF(value);
-  PyErr_Clear();
-  return text;
-}
-
 // Takes the pending exception and returns "Type: message".
 inline std::string FetchErrorText() {
   PyObject *type, *value, *trace;

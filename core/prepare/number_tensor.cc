@@ -70,6 +70,19 @@ const char* CategoryName(Category c) {
                                : "a float";
 }
 
+// The refusal of a number outside dtype's range, which `range` states.
+bool RaiseOverflow(const char* op, const char* what, PyObject* value,
+                   DtypeIndex dtype, const std::string& range) {
+  PyObject* text = PyObject_Str(value);
+  const std::string shown = text ? Utf8Text(text) : "the value";
+  Py_XDECREF(text);
+  const char* name = Dtype(dtype).name;
+  return RaiseError(PyExc_OverflowError,
+                    fmt::format("{}(): {}={} cannot be converted to {} "
+                                "without overflow ({} takes {})",
+                                op, what, shown, name, name, range));
+}
+
 }  // namespace
 
 bool CheckedInt(const char* op, const char* what, PyObject* value,
@@ -104,15 +117,8 @@ bool CheckedInt(const char* op, const char* what, PyObject* value,
   }
   if (overflow != 0 || v < lo ||
       (v > 0 && static_cast<unsigned long long>(v) > hi)) {
-    PyObject* text = PyObject_Str(value);
-    const std::string shown = text ? Utf8Text(text) : "the value";
-    Py_XDECREF(text);
-    return RaiseError(
-        PyExc_OverflowError,
-        fmt::format("{}(): {}={} cannot be converted to {} without overflow "
-                    "({} takes {} to {})",
-                    op, what, shown, Dtype(dtype).name, Dtype(dtype).name, lo,
-                    hi));
+    return RaiseOverflow(op, what, value, dtype,
+                         fmt::format("{} to {}", lo, hi));
   }
   // A negative wraps modulo 2**bits: in unsigned arithmetic, where uint64's
   // hi + 1 is 0 and leaves the two's complement as it is.
@@ -243,15 +249,8 @@ bool CheckedFloat(const char* op, const char* what, PyObject* value,
                          : dtype == kFloat16 ? 65504.0
                                              : 3.3895313892515355e38;
   if (std::isfinite(v) && std::fabs(v) > largest) {
-    PyObject* text = PyObject_Str(value);
-    const std::string shown = text ? Utf8Text(text) : "the value";
-    Py_XDECREF(text);
-    return RaiseError(
-        PyExc_OverflowError,
-        fmt::format("{}(): {}={} cannot be converted to {} without overflow "
-                    "({} takes -{:g} to {:g})",
-                    op, what, shown, Dtype(dtype).name, Dtype(dtype).name,
-                    largest, largest));
+    return RaiseOverflow(op, what, value, dtype,
+                         fmt::format("-{:g} to {:g}", largest, largest));
   }
   alignas(8) unsigned char bits[8];
   StoreFloat(v, dtype, bits);
