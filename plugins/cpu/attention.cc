@@ -18,8 +18,12 @@
 // queries against kKeyBlock keys at a time, the scores and p @ v as two
 // GEMMs on the in-place tiles (gemm_rows.h; BLIS where a block is wider than
 // they take), with the same online softmax over the score block. Scratch is
-// one allocation of a few blocks, whatever L and S are; where it fails the
-// rows above take the call.
+// one allocation of a few blocks per share of heads, whatever L and S are;
+// where it fails the rows above take that share's heads.
+//
+// (batch, head) pairs split over the host's threads (parallel.h); each
+// share has its own scratch.
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -35,6 +39,7 @@
 #include "gemm_rows.h"
 #include "isa.h"
 #include "kernel_table.h"
+#include "parallel.h"
 #include "vmath.h"
 
 namespace torchferry::cpu {
@@ -537,55 +542,20 @@ struct Attention {
       return TF_OK;
     }
 
-    // Scratch: on the stack for the usual head sizes, else one allocation.
+    // The rows' scratch is 2 (E + Ev) values past the stack's room, which
+    // may overflow for stride-0 operands: no memory either.
     constexpr int64_t kStackHead = 256;
     const bool on_stack = E <= kStackHead && Ev <= kStackHead;
-    const int64_t e_room = on_stack ? kStackHead : E;
-    const int64_t ev_room = on_stack ? kStackHead : Ev;
-    A stack[4 * kStackHead];
-    double total_stack[kStackHead];
-    std::unique_ptr<A[]> heap;
-    std::unique_ptr<double[]> total_heap;
-    if (!on_stack) {
-      // 2 * (E + Ev) may overflow for stride-0 operands: no memory either.
-      int64_t rows = 0;
-      const bool sized = !__builtin_add_overflow(E, Ev, &rows) &&
-                         !__builtin_mul_overflow(rows, 2, &rows) &&
-                         rows <= PTRDIFF_MAX / static_cast<int64_t>(sizeof(A));
-      if (sized) {
-        heap.reset(new (std::nothrow) A[rows]);
-        total_heap.reset(new (std::nothrow) double[Ev]);
-      }
-      if (!heap || !total_heap) {
-        return Fail(call, TF_ERROR_OUT_OF_MEMORY,
-                    "scaled_dot_product_attention: no memory for the scratch "
-                    "rows (E = %lld, Ev = %lld)",
-                    static_cast<long long>(E), static_cast<long long>(Ev));
-      }
+    int64_t rows = 0;
+    const bool sized = !__builtin_add_overflow(E, Ev, &rows) &&
+                       !__builtin_mul_overflow(rows, 2, &rows) &&
+                       rows <= PTRDIFF_MAX / static_cast<int64_t>(sizeof(A));
+    if (!on_stack && !sized) {
+      return Fail(call, TF_ERROR_OUT_OF_MEMORY,
+                  "scaled_dot_product_attention: no memory for the scratch "
+                  "rows (E = %lld, Ev = %lld)",
+                  static_cast<long long>(E), static_cast<long long>(Ev));
     }
-    // The blocks of a query chunk, where the call has one (see the top).
-    std::unique_ptr<float[]> block_memory;
-    std::unique_ptr<double[]> block_totals;
-    BlockScratch blocks;
-    if constexpr (std::is_same_v<A, float>) {
-      const int64_t floats = BlockScratch::Floats(E, Ev);
-      const int64_t doubles = BlockScratch::Doubles(Ev);
-      if (L >= kBlockedMinRows && S > 0 && E > 0 && Ev > 0 && floats > 0 &&
-          doubles > 0) {
-        block_memory.reset(new (std::nothrow) float[floats]);
-        block_totals.reset(new (std::nothrow) double[doubles]);
-        if (!block_totals) block_memory.reset();
-        if (block_memory) {
-          blocks.Carve(block_memory.get(), block_totals.get(), E, Ev);
-        }
-      }
-    }
-    Scratch<A> w;
-    w.q = on_stack ? stack : heap.get();
-    w.k = w.q + e_room;
-    w.v = w.k + e_room;
-    w.acc = w.v + ev_room;
-    w.total = on_stack ? total_stack : total_heap.get();
 
     // An empty operand (a head dim or key count of 0) may have no data
     // pointer, and offsetting a null pointer is undefined: it stays null.
@@ -601,86 +571,151 @@ struct Attention {
     const int batch_dims = n - 3;
     int64_t batch = 1;
     for (int d = 0; d < batch_dims; ++d) batch *= out.shape[d];
-    for (int64_t b = 0; b < batch; ++b) {
-      int64_t off_q = 0, off_k = 0, off_v = 0, off_m = 0, off_o = 0;
-      for (int64_t d = batch_dims - 1, rest = b; d >= 0; --d) {
-        const int64_t i = rest % out.shape[d];
-        rest /= out.shape[d];
-        off_q += i * q.strides[d];
-        off_k += i * k.strides[d];
-        off_v += i * v.strides[d];
-        off_o += i * out.strides[d];
-        if (mask != nullptr) off_m += i * mask->strides[d];
+
+    // Units of one (batch, head) each: a head is computed by the same code,
+    // its query blocks and its sums cut as one thread cuts them, whatever
+    // share it falls in, so results do not depend on the thread count. Each
+    // share has its own scratch.
+    std::atomic<bool> out_of_memory{false};
+    auto attend_units = [&](int64_t u0, int64_t u1) {
+      // Scratch, per share: on the stack for the usual head sizes, else one
+      // allocation.
+      const int64_t e_room = on_stack ? kStackHead : E;
+      const int64_t ev_room = on_stack ? kStackHead : Ev;
+      A stack[4 * kStackHead];
+      double total_stack[kStackHead];
+      std::unique_ptr<A[]> heap;
+      std::unique_ptr<double[]> total_heap;
+      if (!on_stack) {
+        if (sized) {
+          heap.reset(new (std::nothrow) A[rows]);
+          total_heap.reset(new (std::nothrow) double[Ev]);
+        }
+        if (!heap || !total_heap) {
+          out_of_memory.store(true, std::memory_order_relaxed);
+          return;
+        }
       }
-      for (int64_t h = 0; h < heads; ++h) {
-        const int64_t kvh = h / group;
-        RowArgs<T> r;
-        r.q_step = q.strides[n - 1];
-        r.k = Advance(kd, off_k + kvh * k.strides[n - 3]);
-        r.k_row = k.strides[n - 2];
-        r.k_step = k.strides[n - 1];
-        r.v = Advance(vd, off_v + kvh * v.strides[n - 3]);
-        r.v_row = v.strides[n - 2];
-        r.v_step = v.strides[n - 1];
-        r.mask_step = mask != nullptr ? mask->strides[n - 1] : 0;
-        r.out_step = out.strides[n - 1];
-        r.e = E;
-        r.ev = Ev;
-        r.scale = scale;
-        // The blocks exist for the float32-accumulating types only.
-        if constexpr (std::is_same_v<A, float>) {
+      // The blocks of a query chunk, where the call has one (see the top).
+      std::unique_ptr<float[]> block_memory;
+      std::unique_ptr<double[]> block_totals;
+      BlockScratch blocks;
+      if constexpr (std::is_same_v<A, float>) {
+        const int64_t floats = BlockScratch::Floats(E, Ev);
+        const int64_t doubles = BlockScratch::Doubles(Ev);
+        if (L >= kBlockedMinRows && S > 0 && E > 0 && Ev > 0 && floats > 0 &&
+            doubles > 0) {
+          block_memory.reset(new (std::nothrow) float[floats]);
+          block_totals.reset(new (std::nothrow) double[doubles]);
+          if (!block_totals) block_memory.reset();
           if (block_memory) {
-            HeadArgs<T> hd;
-            hd.q = Advance(qd, off_q + h * q.strides[n - 3]);
-            hd.q_row = q.strides[n - 2];
-            hd.q_step = r.q_step;
-            hd.k = r.k;
-            hd.k_row = r.k_row;
-            hd.k_step = r.k_step;
-            hd.v = r.v;
-            hd.v_row = r.v_row;
-            hd.v_step = r.v_step;
-            const int64_t m_head =
-                mask != nullptr ? off_m + h * mask->strides[n - 3] : 0;
-            hd.mask = md != nullptr ? md + m_head : nullptr;
-            hd.keep = keep != nullptr ? keep + m_head : nullptr;
-            hd.mask_row = mask != nullptr ? mask->strides[n - 2] : 0;
-            hd.mask_step = r.mask_step;
-            hd.out = od + off_o + h * out.strides[n - 3];
-            hd.out_row = out.strides[n - 2];
-            hd.out_step = r.out_step;
-            hd.L = L;
-            hd.S = S;
-            hd.e = E;
-            hd.ev = Ev;
-            hd.causal = causal;
-            hd.scale = static_cast<float>(scale);
-            bool done = false;
-            TF_CPU_DISPATCH(AttendHead, hd, blocks, &done);
-            if (done) continue;
+            blocks.Carve(block_memory.get(), block_totals.get(), E, Ev);
           }
-        }
-        for (int64_t i = 0; i < L; ++i) {
-          r.q =
-              Advance(qd, off_q + h * q.strides[n - 3] + i * q.strides[n - 2]);
-          r.out = Advance(
-              od, off_o + h * out.strides[n - 3] + i * out.strides[n - 2]);
-          const int64_t m_row =
-              mask != nullptr
-                  ? off_m + h * mask->strides[n - 3] + i * mask->strides[n - 2]
-                  : 0;
-          r.mask = md != nullptr ? md + m_row : nullptr;
-          r.keep = keep != nullptr ? keep + m_row : nullptr;
-          // Causal: keys up to i (top-left) or i + S - L (lower-right).
-          int64_t keys = S;
-          if (causal != 0) {
-            const int64_t last = causal == 1 ? i : i + S - L;
-            keys = last + 1 < S ? (last + 1 > 0 ? last + 1 : 0) : S;
-          }
-          r.keys = keys;
-          TF_CPU_DISPATCH(AttendRow, r, w);
         }
       }
+      Scratch<A> w;
+      w.q = on_stack ? stack : heap.get();
+      w.k = w.q + e_room;
+      w.v = w.k + e_room;
+      w.acc = w.v + ev_room;
+      w.total = on_stack ? total_stack : total_heap.get();
+
+      for (int64_t u = u0; u < u1; ++u) {
+        const int64_t b = u / heads, h = u % heads;
+        int64_t off_q = 0, off_k = 0, off_v = 0, off_m = 0, off_o = 0;
+        for (int64_t d = batch_dims - 1, rest = b; d >= 0; --d) {
+          const int64_t i = rest % out.shape[d];
+          rest /= out.shape[d];
+          off_q += i * q.strides[d];
+          off_k += i * k.strides[d];
+          off_v += i * v.strides[d];
+          off_o += i * out.strides[d];
+          if (mask != nullptr) off_m += i * mask->strides[d];
+        }
+        {
+          const int64_t kvh = h / group;
+          RowArgs<T> r;
+          r.q_step = q.strides[n - 1];
+          r.k = Advance(kd, off_k + kvh * k.strides[n - 3]);
+          r.k_row = k.strides[n - 2];
+          r.k_step = k.strides[n - 1];
+          r.v = Advance(vd, off_v + kvh * v.strides[n - 3]);
+          r.v_row = v.strides[n - 2];
+          r.v_step = v.strides[n - 1];
+          r.mask_step = mask != nullptr ? mask->strides[n - 1] : 0;
+          r.out_step = out.strides[n - 1];
+          r.e = E;
+          r.ev = Ev;
+          r.scale = scale;
+          // The blocks exist for the float32-accumulating types only.
+          if constexpr (std::is_same_v<A, float>) {
+            if (block_memory) {
+              HeadArgs<T> hd;
+              hd.q = Advance(qd, off_q + h * q.strides[n - 3]);
+              hd.q_row = q.strides[n - 2];
+              hd.q_step = r.q_step;
+              hd.k = r.k;
+              hd.k_row = r.k_row;
+              hd.k_step = r.k_step;
+              hd.v = r.v;
+              hd.v_row = r.v_row;
+              hd.v_step = r.v_step;
+              const int64_t m_head =
+                  mask != nullptr ? off_m + h * mask->strides[n - 3] : 0;
+              hd.mask = md != nullptr ? md + m_head : nullptr;
+              hd.keep = keep != nullptr ? keep + m_head : nullptr;
+              hd.mask_row = mask != nullptr ? mask->strides[n - 2] : 0;
+              hd.mask_step = r.mask_step;
+              hd.out = od + off_o + h * out.strides[n - 3];
+              hd.out_row = out.strides[n - 2];
+              hd.out_step = r.out_step;
+              hd.L = L;
+              hd.S = S;
+              hd.e = E;
+              hd.ev = Ev;
+              hd.causal = causal;
+              hd.scale = static_cast<float>(scale);
+              bool done = false;
+              TF_CPU_DISPATCH(AttendHead, hd, blocks, &done);
+              if (done) continue;
+            }
+          }
+          for (int64_t i = 0; i < L; ++i) {
+            r.q = Advance(qd,
+                          off_q + h * q.strides[n - 3] + i * q.strides[n - 2]);
+            r.out = Advance(
+                od, off_o + h * out.strides[n - 3] + i * out.strides[n - 2]);
+            const int64_t m_row = mask != nullptr
+                                      ? off_m + h * mask->strides[n - 3] +
+                                            i * mask->strides[n - 2]
+                                      : 0;
+            r.mask = md != nullptr ? md + m_row : nullptr;
+            r.keep = keep != nullptr ? keep + m_row : nullptr;
+            // Causal: keys up to i (top-left) or i + S - L (lower-right).
+            int64_t keys = S;
+            if (causal != 0) {
+              const int64_t last = causal == 1 ? i : i + S - L;
+              keys = last + 1 < S ? (last + 1 > 0 ? last + 1 : 0) : S;
+            }
+            r.keys = keys;
+            TF_CPU_DISPATCH(AttendRow, r, w);
+          }
+        }
+      }
+    };
+    // A unit's steps, about L * S * (E + Ev), saturated: from kShareWork on
+    // a unit is a share of its own.
+    const double unit_work = static_cast<double>(L) * static_cast<double>(S) *
+                             (static_cast<double>(E) + static_cast<double>(Ev));
+    const int64_t cost = unit_work < static_cast<double>(kShareWork)
+                             ? static_cast<int64_t>(unit_work)
+                             : kShareWork;
+    ParallelFor(batch * heads, cost, attend_units);
+    if (out_of_memory.load(std::memory_order_relaxed)) {
+      return Fail(call, TF_ERROR_OUT_OF_MEMORY,
+                  "scaled_dot_product_attention: no memory for the scratch "
+                  "rows (E = %lld, Ev = %lld)",
+                  static_cast<long long>(E), static_cast<long long>(Ev));
     }
     return TF_OK;
   }

@@ -111,6 +111,16 @@ def case(op, dt):
         if op == "stack_strided":
             xs[1] = make((3, 97, 131), dt).transpose(0, 2)
         return (lambda: ops.stack(xs, 1)), torch.stack(xs, 1), True
+    if op.startswith("attention"):  # 2 x 7 heads, GQA, rows and blocks
+        L = 5 if op == "attention_decode" else 131  # rows; blocked prefill
+        q = make((2, 7, L, 64), dt)
+        k, v = make((2, 1, 97, 64), dt), make((2, 1, 97, 48), dt)
+        kw = {"enable_gqa": True}
+        if op == "attention_causal":
+            kw["is_causal"] = True
+        ref = REFERENCES["scaled_dot_product_attention"]
+        expected = ref(q, k, v, **kw)
+        return (lambda: ops.scaled_dot_product_attention(q, k, v, **kw)), expected, False
     raise AssertionError(op)
 
 
@@ -120,6 +130,7 @@ OPS = [
     "linear_1", "linear_8", "linear_64", "matmul_rows", "matmul_batch",
     "rotary", "rotary_interleaved", "rotary_strided", "embedding", "embedding_strided",
     "cat", "cat_dim0", "cat_strided", "stack", "stack_strided",
+    "attention", "attention_causal", "attention_decode",
 ]  # fmt: skip
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 
