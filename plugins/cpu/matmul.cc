@@ -851,22 +851,27 @@ void SplitProducts(const T* a, int64_t a_batch, Strided2d as, const T* b,
   const int64_t blocks = ((by_columns ? n : m) + block - 1) / block;
   const int64_t macs = (by_columns ? m : n) * block * k;
   const int64_t cost = macs / kMacsPerStep > 0 ? macs / kMacsPerStep : 1;
+  // A share's consecutive blocks of one product are one call, so that a
+  // packing product (BLIS) packs its operands once per share, not per block.
   ParallelFor(batch * blocks, cost, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
+    for (int64_t t = t0; t < t1;) {
       const int64_t i = t / blocks;
+      const int64_t last = t1 < (i + 1) * blocks ? t1 : (i + 1) * blocks;
       const int64_t start = (t % blocks) * block;
+      const int64_t limit = by_columns ? n : m;
+      const int64_t stop = (last - i * blocks) * block;
+      const int64_t size = (stop < limit ? stop : limit) - start;
       const T* ai = a + i * a_batch;
       const T* bi = b + i * b_batch;
       T* oi = out + i * out_batch;
       if (by_columns) {
-        const int64_t cols = n - start < block ? n - start : block;
         Product<T>(ai, as, bi + start * bs.cols, bs, oi + start * os.cols, os,
-                   m, k, cols, {m, n});
+                   m, k, size, {m, n});
       } else {
-        const int64_t rows = m - start < block ? m - start : block;
         Product<T>(ai + start * as.rows, as, bi, bs, oi + start * os.rows, os,
-                   rows, k, n, {m, n});
+                   size, k, n, {m, n});
       }
+      t = last;
     }
   });
 }
