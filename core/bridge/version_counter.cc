@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <cstring>
 
 #include "core/bridge/bridge.h"
@@ -96,8 +97,10 @@ void VersionCounter::Calibrate(PyObject* torch_module, Py_ssize_t impl_bytes) {
   for (Py_ssize_t off = sizeof(void*); impl_view2 && off + 8 <= impl_bytes;
        off += 8) {
     void* w = WordAt<void*>(impl_base, off);
-    if (w != nullptr && w == before[off / 8] &&
-        w == WordAt<void*>(impl_view, off) &&
+    // The counter points at a heap object, 8-aligned; a word of flags and
+    // small fields (dtype, device) that base and its views share is not.
+    if (w != nullptr && reinterpret_cast<uintptr_t>(w) % 8 == 0 &&
+        w == before[off / 8] && w == WordAt<void*>(impl_view, off) &&
         w == WordAt<void*>(impl_view2, off) &&
         WordAt<void*>(impl_data, off) != nullptr &&
         WordAt<void*>(impl_data, off) != w &&
