@@ -29,14 +29,14 @@ constexpr int64_t kWideRows = 64;
 // cntx_t** in BLIS 0.9 (Debian 12), const cntx_t* const* in 1.x (Debian 13),
 // the native context itself (const cntx_t*) in 2.x (Debian unstable). 0.9's
 // calls take a cntx_t*, so that type is kept; BLIS never writes through it.
-inline cntx_t* NativeContext(cntx_t** contexts) {
+[[maybe_unused]] inline cntx_t* NativeContext(cntx_t** contexts) {
   return contexts != nullptr ? contexts[BLIS_NAT] : nullptr;
 }
-inline cntx_t* NativeContext(const cntx_t* const* contexts) {
+[[maybe_unused]] inline cntx_t* NativeContext(const cntx_t* const* contexts) {
   return contexts != nullptr ? const_cast<cntx_t*>(contexts[BLIS_NAT])
                              : nullptr;
 }
-inline cntx_t* NativeContext(const cntx_t* context) {
+[[maybe_unused]] inline cntx_t* NativeContext(const cntx_t* context) {
   return const_cast<cntx_t*>(context);
 }
 
