@@ -45,7 +45,11 @@ rm -rf "$tools"
 cp "$wheel" "$dist/"
 say "wheel: dist/$(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB)"
 
-"$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel"
+# The package folder goes whole: an ATen plugin that an earlier run built into
+# it is in no wheel's RECORD, so a reinstall alone would keep it.
+"$venv/bin/python" -m pip uninstall -q -y torchferry 2>/dev/null || true
+rm -rf "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')/torchferry"
+"$venv/bin/python" -m pip install -q --no-deps "$wheel"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
