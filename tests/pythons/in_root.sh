@@ -69,5 +69,6 @@ import sys, torch
 from torchferry import bridge
 i = bridge.info()
 c = i["offset_calibration"]
-print(f"python {sys.version.split()[0]}, torch {torch.__version__}: path {i[\"path\"]}, calibrated layout {c[\"layout\"]} with the at::Tensor at byte {c[\"tensor_offset\"]}")
+path, layout, offset = i["path"], c["layout"], c["tensor_offset"]
+print(f"python {sys.version.split()[0]}, torch {torch.__version__}: path {path}, calibrated layout {layout} with the at::Tensor at byte {offset}")
 '
