@@ -305,7 +305,11 @@ TF_CPU_AVX512 TF_CPU_FLATTEN void MatmulPanelsAvx512(const T* a, Strided2d as,
 // shares each widened load of b among the rows and each load of a among the
 // columns.
 
-constexpr int64_t kDotRows = 16;           // at most this many rows of a
+constexpr int64_t kDotRows = 16;  // at most this many rows of a
+// float32 on AVX-512 takes up to this many rows as dot products: there BLIS
+// packs all of b for a few rows' work, and reading W.t() in place measured
+// faster up to 96 rows and level at 128 (see Product).
+constexpr int64_t kDotRowsAvx512Float = 96;
 constexpr int64_t kDotStackFloats = 8192;  // 32 KiB
 constexpr int64_t kDotColumns = 4;
 // 16 sums, 4 columns and 4 rows in 24 of AVX-512's 32 registers; 8 + 4 + 2
@@ -739,12 +743,18 @@ void Product(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
   // 37.0 / 29.1, [8, 256, 1376] 64 / 98 / 73, [8, 64, 256] 7.7 / 11.0 /
   // 8.9; level at [16, 64, 256] (13.5 / 13.3), behind with no full tile:
   // [3, 256, 256] 9.7 / 8.3 / 6.7.
+  // On AVX-512 (a Sapphire Rapids core), time over torch's, dot products /
+  // BLIS: [17, 1024, 1024] 0.63 / 0.93, [32, 256, 256] 1.05 / 1.35,
+  // [64, 4096, 4096] 1.08 / 1.44, [64, 2048, 5632] 1.06 / 1.48, [96, 256,
+  // 256] 1.33 / 1.34, [128, 256, 256] 1.39 / 1.35, [128, 2048, 5632]
+  // 1.19 / 1.25: BLIS packs the whole of b, which a few rows cannot repay.
   constexpr int64_t kDotDepth = 512;
   if constexpr (std::is_same_v<T, float>) {
-    const bool dots =
-        whole.m == 1 || k >= kDotDepth ||
-        (ActiveTier() == Tier::kAvx512 && whole.m >= kDotTileRows<F32x16>);
-    if (bs.rows == 1 && whole.m <= kDotRows && dots &&
+    const bool avx512 = ActiveTier() == Tier::kAvx512;
+    const bool dots = whole.m == 1 || k >= kDotDepth ||
+                      (avx512 && whole.m >= kDotTileRows<F32x16>);
+    const int64_t most = avx512 ? kDotRowsAvx512Float : kDotRows;
+    if (bs.rows == 1 && whole.m <= most && dots &&
         ActiveTier() != Tier::kBaseline &&
         Dots<T>(a, as, b, bs.cols, out, os, m, k, n)) {
       return;
@@ -838,7 +848,9 @@ constexpr int64_t kSplitColumns = 64;
 constexpr int64_t kSplitRows = 96;
 // A multiply-add of a product against an elementwise step (parallel.h): the
 // kernels run about this many per step's time, and a share below ~1M of
-// them cannot pay for a thread.
+// them cannot pay for a thread. A product with few rows is bound by reading
+// b instead (each element of b a step, as an elementwise op's input), so a
+// block costs the larger of the two.
 constexpr int64_t kMacsPerStep = 32;
 
 template <typename T>
@@ -850,7 +862,9 @@ void SplitProducts(const T* a, int64_t a_batch, Strided2d as, const T* b,
   const int64_t block = by_columns ? kSplitColumns : kSplitRows;
   const int64_t blocks = ((by_columns ? n : m) + block - 1) / block;
   const int64_t macs = (by_columns ? m : n) * block * k;
-  const int64_t cost = macs / kMacsPerStep > 0 ? macs / kMacsPerStep : 1;
+  const int64_t b_reads = by_columns ? block * k : 0;
+  int64_t cost = macs / kMacsPerStep > b_reads ? macs / kMacsPerStep : b_reads;
+  if (cost < 1) cost = 1;
   // A share's consecutive blocks of one product are one call, so that a
   // packing product (BLIS) packs its operands once per share, not per block.
   ParallelFor(batch * blocks, cost, [&](int64_t t0, int64_t t1) {

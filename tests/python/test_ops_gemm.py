@@ -108,8 +108,9 @@ def test_decode_shapes_float32():
 # depth of whole vectors and unit column stride out, stored a row of four at
 # a time (matmul.cc's SumLanes4x4). Rows and columns that leave a partial
 # tile, depths with and without a tail, and an out that is transposed or
-# sliced, so that every sum must land in its own place.
-@pytest.mark.parametrize("m", [4, 5, 7, 8, 12, 16])
+# sliced, so that every sum must land in its own place. float32 takes them
+# up to 96 rows (kDotRowsAvx512Float), BLIS from 97.
+@pytest.mark.parametrize("m", [4, 5, 7, 8, 12, 16, 17, 63, 96, 97])
 @pytest.mark.parametrize("k", [16, 17, 64, 256, 300])
 @pytest.mark.parametrize("n", [1, 4, 6, 256])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=dtype_id)
