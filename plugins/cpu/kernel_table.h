@@ -11,6 +11,7 @@
 #include "abi/torchferry.h"
 #include "call.h"
 #include "dtype.h"
+#include "parallel.h"
 
 namespace torchferry::cpu {
 
@@ -20,11 +21,19 @@ struct KernelList {
 };
 
 // An empty output needs no work, and its data pointer may be NULL, which a
-// loop must not even offset; every kernel starts here.
+// loop must not even offset; every kernel starts here. A kernel whose
+// parallel work the host reported failed (parallel.h) fails the call: its
+// output may be partly written.
 template <typename Op, typename T>
 tf_status SkipEmptyOutputThenRun(const tf_call* call) {
   if (call->num_outputs > 0 && Numel(call->outputs[0]) == 0) return TF_OK;
-  return Op::template Run<T>(call);
+  const tf_status status = Op::template Run<T>(call);
+  const tf_status parallel = TakeParallelFailure();
+  if (status != TF_OK || parallel == TF_OK) return status;
+  return Fail(call, parallel,
+              "%s: the host's parallel_for failed (status %d) after some of "
+              "the work may have run; the output may be partly written",
+              Op::kName, static_cast<int>(parallel));
 }
 
 template <typename Op, typename T>

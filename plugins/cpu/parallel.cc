@@ -5,7 +5,20 @@
 namespace torchferry::cpu {
 namespace {
 std::atomic<const tf_host_api*> g_host{nullptr};
+// Per calling thread: a kernel and the ParallelFor calls it makes run on
+// the thread the host called it on.
+thread_local tf_status t_parallel_failure = TF_OK;
 }  // namespace
+
+tf_status TakeParallelFailure() {
+  const tf_status status = t_parallel_failure;
+  t_parallel_failure = TF_OK;
+  return status;
+}
+
+void detail::NoteParallelFailure(tf_status status) {
+  if (t_parallel_failure == TF_OK) t_parallel_failure = status;
+}
 
 void SetParallelHost(uint32_t host_abi_minor, const tf_host_api* host) {
   // A 1.0 or 1.1 host's table ends before these fields: never read them.

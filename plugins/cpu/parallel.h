@@ -29,6 +29,15 @@ constexpr int64_t kParallelWork = 2 * kShareWork;
 // predates it). Called before any kernel runs.
 void SetParallelHost(uint32_t host_abi_minor, const tf_host_api* host);
 
+// A failure the host's parallel_for reported on this thread since the last
+// take (TF_OK if none), cleared by taking it. torch's pool may fail after
+// some shares ran, so a kernel cannot run again (an in-place op would apply
+// twice): the call fails instead (kernel_table.h, SkipEmptyOutputThenRun).
+tf_status TakeParallelFailure();
+namespace detail {
+void NoteParallelFailure(tf_status status);
+}  // namespace detail
+
 // The service, or NULL when the host has none.
 const tf_host_api* ParallelHost();
 
@@ -56,9 +65,9 @@ void ParallelFor(int64_t n, int64_t cost, const Body& body) {
     return;
   }
   const int64_t grain = (kShareWork + cost - 1) / cost;
-  // The service refuses only end < begin and a NULL fn, neither possible.
-  (void)host->parallel_for(0, n, grain, &detail::RunShare<Body>,
-                           const_cast<Body*>(&body));
+  const tf_status status = host->parallel_for(
+      0, n, grain, &detail::RunShare<Body>, const_cast<Body*>(&body));
+  if (status != TF_OK) detail::NoteParallelFailure(status);
 }
 
 // ParallelFor over [0, n) in blocks of `block` indices, so that every share

@@ -14,6 +14,7 @@
 #include "cpu_plugin.h"
 #include "dtype_reference.h"
 #include "expect.h"
+#include "loader/host_parallel.h"
 #include "test_tensor.h"
 
 using namespace torchferry::cpu_test;
@@ -184,4 +185,63 @@ TEST_CASE("kernels run concurrently from several threads", "[plugin]") {
       CHECK(sum == Approx(1.0).epsilon(1e-5));
     }
   }
+}
+
+// torch's pool (tf_host_api.parallel_for's torch backend) may report a
+// failure after some shares ran. A kernel cannot run again (an in-place op
+// would apply twice), so the call must fail with a message, not return
+// TF_OK over an output that may be partly written. A stand-in for torch's
+// three functions runs every share, then reports failure.
+namespace {
+int32_t FailingTorchParallelFor(int64_t begin, int64_t end, int64_t,
+                                tf_parallel_fn fn, void* ctx) {
+  fn(begin, end, ctx);
+  return 1;  // an AOTITorchError: failure
+}
+int32_t TwoThreads(uint32_t* out) {
+  *out = 2;
+  return 0;
+}
+int32_t ThreadZero(uint32_t* out) {
+  *out = 0;
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("a failure of the host's parallel_for fails the call", "[plugin]") {
+  CpuPlugin();  // loaded first: its entry takes the host's service
+  torchferry::TorchParallel failing;
+  failing.parallel_for = &FailingTorchParallelFor;
+  failing.get_num_threads = &TwoThreads;
+  failing.get_thread_idx = &ThreadZero;
+  std::string error;
+  REQUIRE(torchferry::InstallParallel(failing, "torch", &error));
+  // 1 << 17 elements: above the plugin's threshold for splitting.
+  TestTensor x = TestTensor::Contiguous(kF32, {128, 1024});
+  TestTensor out = TestTensor::Contiguous(kF32, {128, 1024});
+  x.Fill([](int64_t i) { return static_cast<double>(i % 7); });
+  const CallResult failed =
+      CallBuilder().Input(x).Input(x).Output(out).AttrFloat(1).Run("add", kF32);
+  // Back to a working backend before any REQUIRE can leave this test.
+  REQUIRE(torchferry::InstallParallel({}, "serial", &error));
+  CHECK(failed.status == TF_ERROR_INTERNAL);
+  CHECK(failed.message.find("parallel_for failed") != std::string::npos);
+  // The next call starts clean: nothing of the failure is left over.
+  const CallResult next =
+      CallBuilder().Input(x).Input(x).Output(out).AttrFloat(1).Run("add", kF32);
+  CHECK(next.status == TF_OK);
+  CHECK(out.Get(5) == 10.0);
+  // Small calls never reach the service.
+  REQUIRE(torchferry::InstallParallel(failing, "torch", &error));
+  TestTensor small = TestTensor::Contiguous(kF32, {64});
+  TestTensor small_out = TestTensor::Contiguous(kF32, {64});
+  small.Fill([](int64_t i) { return static_cast<double>(i); });
+  const CallResult quick = CallBuilder()
+                               .Input(small)
+                               .Input(small)
+                               .Output(small_out)
+                               .AttrFloat(1)
+                               .Run("add", kF32);
+  REQUIRE(torchferry::InstallParallel({}, "serial", &error));
+  CHECK(quick.status == TF_OK);
 }
