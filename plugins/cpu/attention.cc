@@ -19,7 +19,9 @@
 // GEMMs on the in-place tiles (gemm_rows.h; BLIS where a block is wider than
 // they take), with the same online softmax over the score block. Scratch is
 // one allocation of a few blocks per share of heads, whatever L and S are;
-// where it fails the rows above take that share's heads.
+// where it fails the call fails (TF_ERROR_OUT_OF_MEMORY): the rows above
+// would take that share's heads with sums in another order, and a result
+// must not depend on how the heads were shared out.
 //
 // (batch, head) pairs split over the host's threads (parallel.h); each
 // share has its own scratch.
@@ -553,7 +555,7 @@ struct Attention {
     if (!on_stack && !sized) {
       return Fail(call, TF_ERROR_OUT_OF_MEMORY,
                   "scaled_dot_product_attention: no memory for the scratch "
-                  "rows (E = %lld, Ev = %lld)",
+                  "rows or blocks (E = %lld, Ev = %lld)",
                   static_cast<long long>(E), static_cast<long long>(Ev));
     }
 
@@ -607,10 +609,11 @@ struct Attention {
             doubles > 0) {
           block_memory.reset(new (std::nothrow) float[floats]);
           block_totals.reset(new (std::nothrow) double[doubles]);
-          if (!block_totals) block_memory.reset();
-          if (block_memory) {
-            blocks.Carve(block_memory.get(), block_totals.get(), E, Ev);
+          if (!block_memory || !block_totals) {
+            out_of_memory.store(true, std::memory_order_relaxed);
+            return;
           }
+          blocks.Carve(block_memory.get(), block_totals.get(), E, Ev);
         }
       }
       Scratch<A> w;
@@ -714,7 +717,7 @@ struct Attention {
     if (out_of_memory.load(std::memory_order_relaxed)) {
       return Fail(call, TF_ERROR_OUT_OF_MEMORY,
                   "scaled_dot_product_attention: no memory for the scratch "
-                  "rows (E = %lld, Ev = %lld)",
+                  "rows or blocks (E = %lld, Ev = %lld)",
                   static_cast<long long>(E), static_cast<long long>(Ev));
     }
     return TF_OK;
