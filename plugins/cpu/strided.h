@@ -41,16 +41,21 @@ class StridedWalker {
     return true;
   }
 
-  // Calls body(offsets, length, inner_strides) once per inner run, where
-  // offsets[k] is operand k's element offset of the run's first element and
-  // inner_strides[k] its stride along the run. A tensor with no dimensions
-  // (0-dim or all sizes 1) is one run of length 1. The caller skips tensors
-  // with zero elements.
   // The positions the walk covers (1 for a tensor with no dimensions).
   int64_t Size() const {
     int64_t n = 1;
     for (int d = 0; d < rank_; ++d) n *= sizes_[d];
     return n;
+  }
+
+  // Calls body(offsets, length, inner_strides) once per inner run, where
+  // offsets[k] is operand k's element offset of the run's first element and
+  // inner_strides[k] its stride along the run. A tensor with no dimensions
+  // (0-dim or all sizes 1) is one run of length 1. The caller skips tensors
+  // with zero elements.
+  template <typename Body>
+  void Run(const Body& body) const {
+    RunRange(0, Size(), body);
   }
 
   // As Run, over positions [first, last) of the walk only (position p is the
@@ -68,8 +73,9 @@ class StridedWalker {
     int64_t index[kMaxRank];
     int64_t rest = first;
     for (int d = 0; d < rank_; ++d) {
-      index[d] = rest % sizes_[d];
-      rest /= sizes_[d];
+      // From position 0 (every Run) no division is needed.
+      index[d] = rest == 0 ? 0 : rest % sizes_[d];
+      rest = rest == 0 ? 0 : rest / sizes_[d];
       for (int k = 0; k < N; ++k) offsets[k] += index[d] * strides_[d][k];
     }
     int64_t remaining = last - first;
@@ -82,29 +88,6 @@ class StridedWalker {
       // Back to the start of the run, then one step in the dims outside it.
       for (int k = 0; k < N; ++k) offsets[k] -= index[0] * strides_[0][k];
       index[0] = 0;
-      int d = 1;
-      for (; d < rank_; ++d) {
-        for (int k = 0; k < N; ++k) offsets[k] += strides_[d][k];
-        if (++index[d] < sizes_[d]) break;
-        for (int k = 0; k < N; ++k) offsets[k] -= strides_[d][k] * sizes_[d];
-        index[d] = 0;
-      }
-      if (d == rank_) return;
-    }
-  }
-
-  template <typename Body>
-  void Run(const Body& body) const {
-    int64_t offsets[N] = {};
-    if (rank_ == 0) {
-      const int64_t unit[N] = {};
-      body(offsets, int64_t{1}, unit);
-      return;
-    }
-    int64_t index[kMaxRank];
-    for (int d = 0; d < rank_; ++d) index[d] = 0;
-    for (;;) {
-      body(offsets, sizes_[0], strides_[0]);
       int d = 1;
       for (; d < rank_; ++d) {
         for (int k = 0; k < N; ++k) offsets[k] += strides_[d][k];
