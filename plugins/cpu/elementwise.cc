@@ -176,9 +176,15 @@ struct Add {
     }
     if constexpr (kIsFloating<T>) {
       // alpha stays in the compute type (not rounded to a 16-bit T), as in
-      // torch.
+      // torch. a + alpha * b is one fused multiply-add, as torch's vector
+      // loop computes it (Vectorized::fmadd), whichever compiler built the
+      // plugin: unfused, a product past the float range is inf where the
+      // fused sum is finite. alpha 1 is a plain add, exact either way.
+      if (alpha == C(1)) {
+        return RunBinary<T>(call, kName, [](C a, C b) { return a + b; });
+      }
       return RunBinary<T>(call, kName,
-                          [alpha](C a, C b) { return a + alpha * b; });
+                          [alpha](C a, C b) { return std::fma(alpha, b, a); });
     } else {
       return RunBinary<T>(call, kName, [alpha](C a, C b) {
         return WrapAdd(a, WrapMul(alpha, b));
