@@ -107,7 +107,7 @@ bool PrepareClamp(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   TensorRef* x = f.Take(args.values[0], "input", false);
   if (x == nullptr) return false;
   TensorRef* bound_refs[2] = {nullptr, nullptr};
-  tf_arg bound_args[2];
+  tf_arg bound_args[2] = {NoneArg(), NoneArg()};
   int ndim = x->view.ndim;
   int64_t shape[kMaxRank];
   std::copy(x->view.shape, x->view.shape + ndim, shape);
