@@ -1,6 +1,8 @@
 // The per-call read (Bridge::Read): a torch tensor's view, and the checks that
 // keep a kernel inside its memory (storage fit, negative bit, wrapper
-// subclasses); DLPack producers go on to dlpack_import.cc.
+// subclasses); DLPack producers go on to dlpack_import.cc. Also the version
+// counter's per-call check and bump (VersionCounter, calibrated in
+// version_counter.cc).
 #include <fmt/format.h>
 #include <fmt/ranges.h>  // fmt::join, which fmt 11 moved here
 
@@ -12,6 +14,7 @@
 #include "core/bridge/bridge_internal.h"
 #include "core/bridge/impl_words.h"
 #include "core/bridge/py_errors.h"
+#include "core/bridge/version_counter.h"
 
 namespace torchferry {
 
@@ -316,6 +319,59 @@ bool Bridge::CheckNotNegated(const char* impl, PyObject* obj,
                                 "x.conj().imag), so its memory holds -value; "
                                 "pass x.resolve_neg()",
                                 what));
+}
+
+// The version counter's per-call work, beside the read it follows: an out=
+// autograd saved refused before the kernel, the counter of every tensor it
+// wrote bumped after. Its calibration at import is in version_counter.cc.
+
+void* VersionCounter::CounterOf(AtenTensorHandle handle) const {
+  return WordAt<void*>(TensorImplOfHandle(handle), counter_offset_);
+}
+
+bool VersionCounter::Bump(PyObject* object, AtenTensorHandle handle) const {
+  if (ok_ && handle != nullptr) {
+    char* counter = static_cast<char*>(CounterOf(handle));
+    if (counter != nullptr) {  // NULL: an inference tensor, which has none
+      __atomic_fetch_add(reinterpret_cast<uint32_t*>(counter + value_offset_),
+                         1u, __ATOMIC_RELAXED);
+    }
+    return true;
+  }
+  const Bridge::HeldOff quiet(Bridge::Get(), object);  // torch's code only
+  PyObject* r = PyObject_CallOneArg(increment_version_, object);
+  Py_XDECREF(r);
+  return r != nullptr;
+}
+
+bool VersionCounter::IsInference(PyObject* object,
+                                 AtenTensorHandle handle) const {
+  if (ok_ && handle != nullptr) return CounterOf(handle) == nullptr;
+  if (is_inference_ == nullptr) return false;
+  // torch's answer: the method hands a subclass's __torch_function__ or a
+  // mode the question unless that is held off.
+  const Bridge::HeldOff quiet(Bridge::Get(), object);
+  PyObject* r = is_inference_(object, nullptr);
+  Py_XDECREF(r);
+  PyErr_Clear();
+  return r == Py_True;
+}
+
+bool VersionCounter::CheckWritable(const char* op, const char* what,
+                                   PyObject* object,
+                                   AtenTensorHandle handle) const {
+  if (!IsInference(object, handle)) return true;
+  // A C function returning a bool: no Python code runs here.
+  PyObject* enabled = PyObject_CallNoArgs(inference_mode_enabled_);
+  Py_XDECREF(enabled);
+  if (enabled == Py_True) return true;
+  PyErr_Clear();
+  return RaiseError(PyExc_RuntimeError,
+                    fmt::format("{}(): Inplace update to inference tensor "
+                                "outside InferenceMode is not allowed: {} is "
+                                "an inference tensor; write it inside "
+                                "torch.inference_mode(), or pass a clone",
+                                op, what));
 }
 
 }  // namespace torchferry

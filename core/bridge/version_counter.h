@@ -10,6 +10,8 @@
 // `tensor.data` does not, and the uint32 it points at follows
 // torch.autograd.graph.increment_version. Where that is not found, the
 // Python function is called per written tensor instead: correct, slower.
+// Calibrate runs at import (version_counter.cc); Bump and CheckWritable run
+// per call, beside the bridge's read (bridge_read.cc).
 #pragma once
 
 #include <Python.h>

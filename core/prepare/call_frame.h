@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <type_traits>
 #include <vector>
@@ -149,6 +150,7 @@ class CallFrame {
     num_inputs_ = num_attrs_ = num_outputs_ = 0;
     dispatch_ref_ = nullptr;
     kernel_op_ = -1;
+    kernel_ = nullptr;
     for (TensorRef*& w : written_) w = nullptr;
     result_ = nullptr;
     num_returned_ = 0;
@@ -200,13 +202,28 @@ class CallFrame {
   int num_refs() const { return num_refs_; }
   TensorRef& ref(int i) { return refs_[i]; }
 
-  // What the kernel gets, filled by the op's rule. Inputs: the op's tensor
-  // (and None or number) arguments in its order, up to capacity().
+  // What the kernel gets, set in one step by the op's rule: its inputs (the
+  // op's tensor, None and number arguments in its order), the tensor whose
+  // device and dtype key the kernel lookup, and the elements the call touches
+  // (which decide on the GIL). One step, so that no rule can set one of the
+  // three and forget another, or leave one from a rewound first pass.
+  void SetInputs(std::initializer_list<tf_arg> inputs, TensorRef* key,
+                 int64_t work) {
+    int n = 0;
+    for (const tf_arg& a : inputs) inputs_[n++] = a;  // at most a few
+    SetInputs(n, key, work);
+  }
+  // The same for the first `count` inputs, which the rule wrote through
+  // input(i) because their number is the call's (a tensor list's items, a
+  // declared op's arguments, noop's): up to capacity().
+  void SetInputs(int count, TensorRef* key, int64_t work) {
+    num_inputs_ = count;
+    dispatch_ref_ = key;
+    work_ = work;
+  }
   tf_arg& input(int i) { return inputs_[i]; }
   const tf_arg& input(int i) const { return inputs_[i]; }
   int num_inputs() const { return num_inputs_; }
-  void set_num_inputs(int n) { num_inputs_ = n; }
-  tf_arg& AddInput() { return inputs_[num_inputs_++]; }
   // Attributes: the op's other arguments in its order (kMaxAttrs at most:
   // a schema has no more arguments).
   tf_arg& attr(int i) { return attrs_[i]; }
@@ -230,15 +247,18 @@ class CallFrame {
 
   // The tensor whose device and dtype key the kernel lookup.
   TensorRef* dispatch_ref() const { return dispatch_ref_; }
-  void set_dispatch_ref(TensorRef* ref) { dispatch_ref_ = ref; }
   // The op whose kernel runs, when not the called op's (an OpId): mul of a
   // float16 tensor and a Python number runs add's (prepare_pointwise.cc).
   // -1: the called op's.
   int kernel_op() const { return kernel_op_; }
   void set_kernel_op(int op) { kernel_op_ = op; }
+  // The kernel, where the rule has looked it up already (a declared op's,
+  // whose infer shapes the outputs): Dispatch runs it without a second
+  // lookup. nullptr: Dispatch looks it up.
+  const KernelEntry* kernel() const { return kernel_; }
+  void set_kernel(const KernelEntry* kernel) { kernel_ = kernel; }
   // Elements touched, to decide on the GIL.
   int64_t work() const { return work_; }
-  void set_work(int64_t work) { work_ = work; }
 
   // What the call returns: `result` (borrowed), or with num_returned() > 1
   // written(0 .. n) as a tuple; None when neither.
@@ -335,6 +355,7 @@ class CallFrame {
   int num_outputs_ = 0;
   TensorRef* dispatch_ref_ = nullptr;
   int kernel_op_ = -1;
+  const KernelEntry* kernel_ = nullptr;
   int64_t work_ = 0;
   PyObject* result_ = nullptr;
   int num_returned_ = 0;

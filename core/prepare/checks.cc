@@ -387,6 +387,18 @@ bool CheckNoOverlap(const char* op, const char* what, const TensorRef& input,
                   out_name));
 }
 
+bool CheckNoOverlap(const char* op, int n, const char* const* names,
+                    const TensorRef* const* inputs, const TensorRef& out,
+                    bool exact_alias_ok, const char* out_name) {
+  for (int i = 0; i < n; ++i) {
+    if (!CheckNoOverlap(op, names[i], *inputs[i], out, exact_alias_ok,
+                        out_name)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool InitGradCheck(PyObject* torch_module) {
   PyObject* c = PyObject_GetAttrString(torch_module, "_C");
   PyObject* base = c ? PyObject_GetAttrString(c, "TensorBase") : nullptr;

@@ -29,6 +29,11 @@ bool CheckWritable(const char* op, const TensorRef& out,
 bool CheckNoOverlap(const char* op, const char* what, const TensorRef& input,
                     const TensorRef& out, bool exact_alias_ok,
                     const char* out_name = "out");
+// The same for each of `n` inputs in turn (names[i] naming inputs[i]): the
+// first overlap is refused.
+bool CheckNoOverlap(const char* op, int n, const char* const* names,
+                    const TensorRef* const* inputs, const TensorRef& out,
+                    bool exact_alias_ok, const char* out_name = "out");
 // torch's out= functions refuse inputs that require grad while grad mode is
 // on; so do we, rather than silently detaching. requires_grad is torch's
 // answer from the TensorImpl (c10::TensorImpl::requires_grad), never the

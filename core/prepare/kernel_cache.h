@@ -1,6 +1,7 @@
 // The kernel of each (op, device, dtype), looked up once in the loader's
 // registry and kept for the process. Preparation asks it where infer must run
-// before out= is checked (a declared op); dispatch asks it for every call.
+// before out= is checked (a declared op), and hands what it found on in the
+// frame; dispatch asks it for every other call.
 #pragma once
 
 #include <vector>

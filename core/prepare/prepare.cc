@@ -98,16 +98,17 @@ bool PrepareNoop(PyObject* const* args, Py_ssize_t nargs, CallFrame& f) {
   }
   f.Reserve(static_cast<int>(nargs));
   return PrepareWithoutStaleReads("noop", f, [&] {
+    TensorRef* first = nullptr;
     for (Py_ssize_t i = 0; i < nargs; ++i) {
       TensorRef* r = f.Take(args[i], "tensor", false);
       if (r == nullptr) return false;
-      if (i > 0 && !CheckSameDevice("noop", "tensor", *r, *f.dispatch_ref())) {
+      if (first != nullptr && !CheckSameDevice("noop", "tensor", *r, *first)) {
         return false;
       }
-      if (i == 0) f.set_dispatch_ref(r);
-      SetTensorArg(&f.input(i), r);
+      if (first == nullptr) first = r;
+      SetTensorArg(&f.input(static_cast<int>(i)), r);
     }
-    f.set_num_inputs(static_cast<int>(nargs));
+    f.SetInputs(static_cast<int>(nargs), first, 0);  // noop touches nothing
     return true;
   });
 }

@@ -126,7 +126,8 @@ bool PrepareRotary(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   flag.kind = TF_ARG_BOOL;
   flag.value.i = interleaved ? 1 : 0;
   f.AddAttr() = flag;
-  SetTensorInputs(f, {x, cos, sin}, SaturatedProduct({x->numel, 2}));
+  f.SetInputs({TensorArg(x), TensorArg(cos), TensorArg(sin)}, x,
+              SaturatedProduct({x->numel, 2}));
   return true;
 }
 
@@ -301,19 +302,15 @@ bool PrepareAttention(const OpFunction& fn, const ParsedArgs& args,
       !OutputAtRank(op, f, ndim)) {
     return false;
   }
-  SetTensorArg(&f.input(0), q);
-  SetTensorArg(&f.input(1), k);
-  SetTensorArg(&f.input(2), v);
-  f.input(3) = mask != nullptr ? TensorArg(mask) : NoneArg();
-  f.set_num_inputs(4);
-  f.set_dispatch_ref(q);
   f.AddAttr() = IntArg(!is_causal ? 0 : lower_right ? 2 : 1);
   f.AddAttr() = FloatArg(scale);
   // Scores touched: every query row against every key, twice (q.k and p.v).
   int64_t rows = 1;
   for (int d = 0; d < ndim - 1; ++d)
     rows = SaturatedProduct({rows, out_shape[d]});
-  f.set_work(SaturatedProduct({rows, S, SaturatedSum(E, Ev)}));
+  f.SetInputs({TensorArg(q), TensorArg(k), TensorArg(v),
+               mask != nullptr ? TensorArg(mask) : NoneArg()},
+              q, SaturatedProduct({rows, S, SaturatedSum(E, Ev)}));
   return true;
 }
 

@@ -103,11 +103,8 @@ bool PrepareCat(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
       return false;
     }
   }
-  f.input(0) = TensorListArg(views, kept);
-  f.set_num_inputs(1);
+  f.SetInputs({TensorListArg(views, kept)}, first, f.out_ref()->numel);
   f.AddAttr() = IntArg(dim);
-  f.set_dispatch_ref(first);
-  f.set_work(f.out_ref()->numel);
   return true;
 }
 
@@ -155,11 +152,8 @@ bool PrepareStack(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
       return false;
     }
   }
-  f.input(0) = TensorListArg(views, count);
-  f.set_num_inputs(1);
+  f.SetInputs({TensorListArg(views, count)}, first, f.out_ref()->numel);
   f.AddAttr() = IntArg(dim);
-  f.set_dispatch_ref(first);
-  f.set_work(f.out_ref()->numel);
   return true;
 }
 

@@ -58,11 +58,15 @@ bool CheckSpec(const KernelEntry& kernel, const char* op, const char* what,
 // shape, from which out= is checked or allocated. Nothing is allocated when
 // infer fails or gives something no tensor can be.
 bool InferOutputs(const OpFunction& fn, const KernelEntry& kernel, CallFrame& f,
-                  int num_specs, tf_tensor_spec* specs, DtypeIndex* dtypes) {
+                  int num_inputs, int num_specs, tf_tensor_spec* specs,
+                  DtypeIndex* dtypes) {
   const char* op = fn.name.c_str();
   ErrorSink sink;
-  const tf_call call = f.MakeCall(kernel.kernel_data, nullptr, &sink,
-                                  /*with_outputs=*/false);
+  tf_call call = f.MakeCall(kernel.kernel_data, nullptr, &sink,
+                            /*with_outputs=*/false);
+  // infer runs before the rule sets the frame's inputs (their work counts
+  // the outputs infer shapes): it sees the inputs written so far.
+  call.num_inputs = num_inputs;
   for (int i = 0; i < num_specs; ++i) {
     specs[i] = tf_tensor_spec{};
     specs[i].ndim = -1;
@@ -153,7 +157,7 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
   const char* names[kMaxParams];
   TensorRef* in_place[kMaxParams];
   const char* in_place_names[kMaxParams];
-  int num_tensors = 0, num_in_place = 0;
+  int num_tensors = 0, num_in_place = 0, num_inputs = 0;
   // Every tensor argument and every return is a tensor of the frame; a
   // schema may have more of them than the frame holds inline.
   f.Reserve(fn.num_tensors);
@@ -169,7 +173,7 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
                                       "None",
                                       op, a.name));
       }
-      f.AddInput() = NoneArg();
+      f.input(num_inputs++) = NoneArg();
       continue;
     }
     const char* name = a.name.c_str();
@@ -186,7 +190,7 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
     if (first == nullptr) first = r;
     names[num_tensors] = name;
     tensors[num_tensors++] = r;
-    SetTensorArg(&f.AddInput(), r);
+    SetTensorArg(&f.input(num_inputs++), r);
   }
   for (int i = 0; i < fn.signature.num_params; ++i) {
     const SchemaArg& a = *fn.params[i];
@@ -195,20 +199,23 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
       return false;
     }
   }
-  f.set_dispatch_ref(first);
+  int64_t work = 0;  // every tensor read, returned or written in place
+  for (int t = 0; t < num_tensors; ++t)
+    work = SaturatedSum(work, tensors[t]->numel);
   const KernelEntry* kernel =
       KernelCache::Get().Find(fn.id, first->view.device, first->dtype);
+  f.set_kernel(kernel);
   if (kernel == nullptr || kernel->infer == nullptr) {
-    return true;  // Run() says that no plugin serves this key
+    // Dispatch says that no plugin serves this key.
+    f.SetInputs(num_inputs, first, work);
+    return true;
   }
   const int num_specs = static_cast<int>(fn.schema.returns.size());
   tf_tensor_spec specs[kMaxSchemaReturns];
   DtypeIndex dtypes[kMaxSchemaReturns];
-  if (!InferOutputs(fn, *kernel, f, num_specs, specs, dtypes)) return false;
-  int64_t work = 0;
-  for (int t = 0; t < num_tensors; ++t)
-    work = SaturatedSum(work, tensors[t]->numel);
-  f.set_work(work);
+  if (!InferOutputs(fn, *kernel, f, num_inputs, num_specs, specs, dtypes)) {
+    return false;
+  }
   if (num_specs == 1) {
     if (fn.has_out_arg && (args.out == nullptr || args.out == Py_None)) {
       return RaiseError(
@@ -232,10 +239,9 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
   for (int o = 0; o < num_specs; ++o) {
     const TensorRef& out = *f.written(o);
     const char* out_name = num_specs == 1 ? "out" : kOutNames[o];
-    for (int t = 0; t < num_tensors; ++t) {
-      if (!CheckNoOverlap(op, names[t], *tensors[t], out, false, out_name)) {
-        return false;
-      }
+    if (!CheckNoOverlap(op, num_tensors, names, tensors, out, false,
+                        out_name)) {
+      return false;
     }
     for (int p = 0; p < o; ++p) {
       if (!CheckNoOverlap(op, kOutNames[p], *f.written(p), out, false,
@@ -243,7 +249,7 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
         return false;
       }
     }
-    f.set_work(SaturatedSum(f.work(), out.numel));
+    work = SaturatedSum(work, out.numel);
   }
   for (int w = 0; w < num_in_place; ++w) {
     for (int t = 0; t < num_tensors; ++t) {
@@ -254,8 +260,9 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
       }
     }
     f.SetOutput(num_specs + w, in_place[w]);
-    f.set_work(SaturatedSum(f.work(), in_place[w]->numel));
+    work = SaturatedSum(work, in_place[w]->numel);
   }
+  f.SetInputs(num_inputs, first, work);
   return true;
 }
 

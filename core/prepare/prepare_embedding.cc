@@ -49,9 +49,9 @@ bool PrepareEmbedding(const OpFunction& fn, const ParsedArgs& args,
       !CheckNoOverlap(op, "weight", *table, *f.out_ref(), false)) {
     return false;
   }
-  SetTensorInputs(f, {ids, table}, f.out_ref()->numel + ids->numel);
   // A kernel per table dtype; ids are int32 or int64.
-  f.set_dispatch_ref(table);
+  f.SetInputs({TensorArg(ids), TensorArg(table)}, table,
+              f.out_ref()->numel + ids->numel);
   return true;
 }
 

@@ -202,14 +202,12 @@ bool PrepareLinear(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   }
   Rows wr{xr.batch, 0, k, w_row};
   if (!As3d(f, &w->view, wr, n, w_col)) return false;
-  SetTensorArg(&f.input(0), x);
-  SetTensorArg(&f.input(1), w);
-  f.input(2) = bias != nullptr ? TensorArg(bias) : NoneArg();
-  f.set_num_inputs(3);
-  f.set_dispatch_ref(x);
   int64_t calls = 1;
   for (int d = 0; d < f.repeat().ndim; ++d) calls *= f.repeat().sizes[d];
-  f.set_work(SaturatedProduct({calls, xr.batch, xr.m, n, SaturatedSum(k, 1)}));
+  f.SetInputs({TensorArg(x), TensorArg(w),
+               bias != nullptr ? TensorArg(bias) : NoneArg()},
+              x,
+              SaturatedProduct({calls, xr.batch, xr.m, n, SaturatedSum(k, 1)}));
   return true;
 }
 

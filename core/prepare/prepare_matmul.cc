@@ -219,8 +219,8 @@ bool PrepareMatmul(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   }
   int64_t count = 1;
   for (int i = 0; i < batch.ndim; ++i) count *= batch.sizes[i];
-  SetTensorInputs(f, {a, b},
-                  SaturatedProduct({count, am.rows, bm.cols, am.cols}));
+  f.SetInputs({TensorArg(a), TensorArg(b)}, a,
+              SaturatedProduct({count, am.rows, bm.cols, am.cols}));
   return true;
 }
 

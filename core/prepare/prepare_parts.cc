@@ -151,15 +151,6 @@ bool TakeOut(const char* op, const ParsedArgs& args, CallFrame& frame,
   return true;
 }
 
-void SetTensorInputs(CallFrame& f, std::initializer_list<TensorRef*> inputs,
-                     int64_t work) {
-  int i = 0;
-  for (TensorRef* r : inputs) SetTensorArg(&f.input(i++), r);
-  f.set_num_inputs(i);
-  f.set_dispatch_ref(*inputs.begin());
-  f.set_work(work);
-}
-
 TensorRef* TakeLike(const char* op, const char* what, PyObject* obj,
                     CallFrame& frame, const TensorRef& first) {
   TensorRef* ref = frame.Take(obj, what, /*writable=*/false);

@@ -87,10 +87,6 @@ inline int64_t SaturatedSum(int64_t a, int64_t b) {
   return __builtin_add_overflow(a, b, &sum) ? INT64_MAX : sum;
 }
 
-// The call's tensor inputs, in the op's order; the first keys the kernel
-// lookup. `work` (elements touched) decides whether the GIL is released.
-void SetTensorInputs(CallFrame& f, std::initializer_list<TensorRef*> inputs,
-                     int64_t work);
 // An input tensor that must share the first input's device and dtype.
 TensorRef* TakeLike(const char* op, const char* what, PyObject* obj,
                     CallFrame& frame, const TensorRef& first);

@@ -26,7 +26,7 @@ bool PrepareSameShape(const OpFunction& fn, const ParsedArgs& args,
                       fn.entry->alias == AliasRule::kExact)) {
     return false;
   }
-  SetTensorInputs(f, {x}, x->numel);
+  f.SetInputs({TensorArg(x)}, x, x->numel);
   return true;
 }
 
@@ -64,12 +64,13 @@ bool PrepareBroadcast(const OpFunction& fn, const ParsedArgs& args,
   }
   int ndim;
   int64_t shape[kMaxRank];
+  static constexpr const char* kNames[2] = {"input", "other"};
+  const TensorRef* operands[2] = {x, y};
   if (y == nullptr || !BroadcastShapes(op, *x, *y, &ndim, shape) ||
       !TakeOut(op, args, f, *x, x->dtype, ndim, shape) ||
       !BroadcastTo(op, f, x, ndim, shape) ||
       !BroadcastTo(op, f, y, ndim, shape) ||
-      !CheckNoOverlap(op, "input", *x, *f.out_ref(), exact_alias_ok) ||
-      !CheckNoOverlap(op, "other", *y, *f.out_ref(), exact_alias_ok)) {
+      !CheckNoOverlap(op, 2, kNames, operands, *f.out_ref(), exact_alias_ok)) {
     return false;
   }
   // add's alpha follows the tensors, checked into x's dtype as torch does.
@@ -83,11 +84,13 @@ bool PrepareBroadcast(const OpFunction& fn, const ParsedArgs& args,
   }
   if (fold) {
     f.AddAttr() = FloatArg(folded);
-    SetTensorInputs(f, {y, x}, SaturatedProduct({f.out_ref()->numel, 2}));
+    f.SetInputs({TensorArg(y), TensorArg(x)}, y,
+                SaturatedProduct({f.out_ref()->numel, 2}));
     f.set_kernel_op(static_cast<int>(kAdd));
     return true;
   }
-  SetTensorInputs(f, {x, y}, SaturatedProduct({f.out_ref()->numel, 2}));
+  f.SetInputs({TensorArg(x), TensorArg(y)}, x,
+              SaturatedProduct({f.out_ref()->numel, 2}));
   return true;
 }
 
@@ -104,15 +107,16 @@ bool PrepareClamp(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
   TensorRef* x = f.Take(args.values[0], "input", false);
   if (x == nullptr) return false;
   TensorRef* bound_refs[2] = {nullptr, nullptr};
+  tf_arg bound_args[2] = {NoneArg(), NoneArg()};
   int ndim = x->view.ndim;
   int64_t shape[kMaxRank];
   std::copy(x->view.shape, x->view.shape + ndim, shape);
   for (int i = 0; i < 2; ++i) {
     PyObject* b = bounds[i];
     if (b == nullptr || b == Py_None) {
-      f.input(1 + i) = NoneArg();
+      bound_args[i] = NoneArg();
     } else if (PyFloat_Check(b) || PyLong_Check(b)) {
-      if (!BoundArg(op, names[i], b, x->dtype, &f.input(1 + i))) {
+      if (!BoundArg(op, names[i], b, x->dtype, &bound_args[i])) {
         return false;
       }
     } else {
@@ -143,12 +147,10 @@ bool PrepareClamp(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
         !CheckNoOverlap(op, names[i], *r, *f.out_ref(), true)) {
       return false;
     }
-    SetTensorArg(&f.input(1 + i), r);
+    bound_args[i] = TensorArg(r);
   }
-  SetTensorArg(&f.input(0), x);
-  f.set_num_inputs(3);
-  f.set_dispatch_ref(x);
-  f.set_work(SaturatedProduct({f.out_ref()->numel, 2}));
+  f.SetInputs({TensorArg(x), bound_args[0], bound_args[1]}, x,
+              SaturatedProduct({f.out_ref()->numel, 2}));
   return true;
 }
 
@@ -166,7 +168,7 @@ bool PrepareCast(const OpFunction& fn, const ParsedArgs& args, CallFrame& f) {
       !CheckNoOverlap(op, "input", *x, *f.out_ref(), false)) {
     return false;
   }
-  SetTensorInputs(f, {x}, x->numel);
+  f.SetInputs({TensorArg(x)}, x, x->numel);
   return true;
 }
 
@@ -190,7 +192,7 @@ bool PrepareSiluAndMul(const OpFunction& fn, const ParsedArgs& args,
       !CheckNoOverlap(op, "input", *x, *f.out_ref(), false)) {
     return false;
   }
-  SetTensorInputs(f, {x}, x->numel);
+  f.SetInputs({TensorArg(x)}, x, x->numel);
   return true;
 }
 

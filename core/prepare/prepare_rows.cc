@@ -82,7 +82,7 @@ bool PrepareRmsNorm(const OpFunction& fn, const ParsedArgs& args,
     return false;
   }
   f.AddAttr() = FloatArg(eps);
-  SetTensorInputs(f, {x, w}, SaturatedProduct({x->numel, 2}));
+  f.SetInputs({TensorArg(x), TensorArg(w)}, x, SaturatedProduct({x->numel, 2}));
   return true;
 }
 
@@ -117,7 +117,7 @@ bool PrepareAddRmsNorm(const OpFunction& fn, const ParsedArgs& args,
   }
   f.SetOutput(1, r);
   f.AddAttr() = FloatArg(eps);
-  SetTensorInputs(f, {x, w}, SaturatedProduct({x->numel, 3}));
+  f.SetInputs({TensorArg(x), TensorArg(w)}, x, SaturatedProduct({x->numel, 3}));
   return true;
 }
 
@@ -144,7 +144,7 @@ bool PrepareSoftmax(const OpFunction& fn, const ParsedArgs& args,
     f.output().strides = one;
   }
   f.AddAttr() = IntArg(dim);
-  SetTensorInputs(f, {x}, SaturatedProduct({x->numel, 3}));
+  f.SetInputs({TensorArg(x)}, x, SaturatedProduct({x->numel, 3}));
   return true;
 }
 

@@ -99,9 +99,13 @@ PyObject* Dispatch(const OpFunction& fn, CallFrame& f,
       f.dispatch_ref() ? f.dispatch_ref()->view.device : kCpu;
   const DtypeIndex dtype =
       f.dispatch_ref() ? f.dispatch_ref()->dtype : kFloat32;
-  const KernelEntry* kernel = KernelCache::Get().Find(
-      f.kernel_op() >= 0 ? static_cast<OpId>(f.kernel_op()) : fn.id, device,
-      dtype);
+  // The kernel a rule found already (a declared op's), or the cache's.
+  const KernelEntry* kernel =
+      f.kernel() != nullptr
+          ? f.kernel()
+          : KernelCache::Get().Find(
+                f.kernel_op() >= 0 ? static_cast<OpId>(f.kernel_op()) : fn.id,
+                device, dtype);
   if (kernel == nullptr) {
     RaiseNoKernel(name, device, dtype);
     return nullptr;

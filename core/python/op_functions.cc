@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/bridge/py_errors.h"
+#include "core/prepare/kernel_cache.h"
 #include "core/prepare/prepare.h"
 #include "core/python/dispatch.h"
 #include "core/python/readiness.h"
@@ -87,6 +88,19 @@ bool PlainNumbers(const OpFunction& fn, ParsedArgs* parsed, CallRefs* refs) {
     parsed->values[i] = refs->Keep(plain);
   }
   return true;
+}
+
+// EnsureInitialized, and every plugin loaded: a call from inside a plugin's
+// init (which runs while plugins load) would see only part of the registry.
+bool EnsureReady(const char* op) {
+  if (!EnsureInitialized()) return false;
+  if (KernelCache::Get().attached()) return true;
+  return RaiseError(PyExc_RuntimeError,
+                    fmt::format("{}(): torchferry is still loading its "
+                                "plugins; ops cannot be called until import "
+                                "torchferry has finished (e.g. from a "
+                                "plugin's init)",
+                                op));
 }
 
 PyObject* CallOp(PyObject* self, PyObject* const* args, Py_ssize_t nargs,

@@ -1,10 +1,7 @@
 #include "core/python/readiness.h"
 
-#include <fmt/format.h>
-
 #include "core/bridge/bridge.h"
 #include "core/bridge/py_errors.h"
-#include "core/prepare/kernel_cache.h"
 
 namespace torchferry {
 
@@ -28,17 +25,6 @@ bool EnsureInitialized() {
   return RaiseError(PyExc_RuntimeError,
                     "torchferry._C is not initialised; import torchferry "
                     "(not torchferry._C) so that torch is found first");
-}
-
-bool EnsureReady(const char* op) {
-  if (!EnsureInitialized()) return false;
-  if (KernelCache::Get().attached()) return true;
-  return RaiseError(PyExc_RuntimeError,
-                    fmt::format("{}(): torchferry is still loading its "
-                                "plugins; ops cannot be called until import "
-                                "torchferry has finished (e.g. from a "
-                                "plugin's init)",
-                                op));
 }
 
 }  // namespace torchferry

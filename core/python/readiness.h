@@ -1,7 +1,7 @@
 // Whether torchferry may take calls and queries yet: `import torchferry`
 // starts the bridge, then loads the plugins; a query made before (from an
-// entry point's module, say) or a call made while they load (from a plugin's
-// init) gets an error that says which.
+// entry point's module, say) gets an error that says which; a call made
+// while they load is refused by the op functions (core/python/op_functions.cc).
 #pragma once
 
 namespace torchferry {
@@ -12,8 +12,5 @@ bool EnsureInitialized();
 // that a query made then says so instead of blaming how torchferry was
 // imported.
 void SetLoading(bool loading);
-// EnsureInitialized, and every plugin loaded: a call from inside a plugin's
-// init (which runs while plugins load) would see only part of the registry.
-bool EnsureReady(const char* op);
 
 }  // namespace torchferry
