@@ -90,6 +90,19 @@ fi
 
 say() { printf '\n==== %s\n' "$*"; }
 
+# finish PYTHON [CODE]: the summary into $RESULT_JSON by PYTHON, the log
+# flushed, and exit with CODE, or merge_results.py's status without one.
+finish() {
+  local code
+  say "summary after $(elapsed)s"
+  "$1" "$ROOT/bench/gpu/merge_results.py" "$STEPS" "$RESULT_JSON"
+  code="${2:-$?}"
+  # Let tee flush the log before the script ends.
+  exec >&- 2>&-
+  wait
+  exit "$code"
+}
+
 elapsed() { echo $(($(date +%s) - START)); }
 
 # Seconds a step may take: what it wants, capped by what is left of the
@@ -155,8 +168,7 @@ timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 
 if ! command -v "$PY" >/dev/null 2>&1; then
   echo "no Python: '$PY' is not on PATH; set TORCHFERRY_PYTHON"
   record environment fail 1 0 "no Python '$PY'"
-  "$(command -v python3 || echo true)" "$ROOT/bench/gpu/merge_results.py" "$STEPS" "$RESULT_JSON"
-  exit 2
+  finish "$(command -v python3 || echo true)" 2
 fi
 timeout 60 "$PY" - <<'EOF'
 import importlib, platform, sys
@@ -359,10 +371,4 @@ else
   done
 fi
 
-say "summary after $(elapsed)s"
-"$PY" "$ROOT/bench/gpu/merge_results.py" "$STEPS" "$RESULT_JSON"
-code=$?
-# Let tee flush the log before the script ends.
-exec >&- 2>&-
-wait
-exit "$code"
+finish "$PY"

@@ -5,6 +5,8 @@
 #include <link.h>
 
 #include <cstring>
+#include <string>
+#include <type_traits>
 
 namespace torchferry {
 namespace {
@@ -35,6 +37,80 @@ void Resolve(void* handle, const char* symbol, Fn* out) {
   *out = reinterpret_cast<Fn>(dlsym(handle, symbol));
 }
 
+// Stores the address dlsym gave into the AotiApi member `Member`.
+template <auto Member>
+void Store(AotiApi& api, void* address) {
+  using Fn = std::remove_reference_t<decltype(api.*Member)>;
+  api.*Member = reinterpret_cast<Fn>(address);
+}
+
+struct Symbol {
+  const char* name;
+  void (*store)(AotiApi&, void*);
+  // Every torch >= 2.3 exports it: the bridge refuses to start without it.
+  // The others may be NULL (aoti.h says from which torch each comes).
+  bool required;
+};
+
+constexpr bool kRequired = true, kOptional = false;
+
+// The AOTI C shim in libtorch_cpu.so, in AotiApi's order.
+constexpr Symbol kCpuSymbols[] = {
+    {"aoti_torch_get_data_ptr", &Store<&AotiApi::get_data_ptr>, kRequired},
+    {"aoti_torch_get_dim", &Store<&AotiApi::get_dim>, kRequired},
+    {"aoti_torch_get_sizes", &Store<&AotiApi::get_sizes>, kRequired},
+    {"aoti_torch_get_strides", &Store<&AotiApi::get_strides>, kRequired},
+    {"aoti_torch_get_dtype", &Store<&AotiApi::get_dtype>, kRequired},
+    {"aoti_torch_get_device_type", &Store<&AotiApi::get_device_type>,
+     kRequired},
+    {"aoti_torch_get_device_index", &Store<&AotiApi::get_device_index>,
+     kRequired},
+    {"aoti_torch_get_storage_offset", &Store<&AotiApi::get_storage_offset>,
+     kRequired},
+    {"aoti_torch_get_storage_size", &Store<&AotiApi::get_storage_size>,
+     kRequired},
+    {"aoti_torch_delete_tensor_object", &Store<&AotiApi::delete_tensor_object>,
+     kRequired},
+    {"aoti_torch_grad_mode_is_enabled", &Store<&AotiApi::grad_mode_is_enabled>,
+     kRequired},
+    {"aoti_torch_device_type_cpu", &Store<&AotiApi::device_type_cpu>,
+     kRequired},
+    {"aoti_torch_device_type_cuda", &Store<&AotiApi::device_type_cuda>,
+     kRequired},
+    {"aoti_torch_get_layout", &Store<&AotiApi::get_layout>, kOptional},
+    {"aoti_torch_device_type_meta", &Store<&AotiApi::device_type_meta>,
+     kOptional},
+    {"aoti_torch_layout_strided", &Store<&AotiApi::layout_strided>, kOptional},
+    {"torch_tensor_from_pyobject", &Store<&AotiApi::tensor_from_pyobject>,
+     kOptional},
+    {"torch_exception_get_what_without_backtrace",
+     &Store<&AotiApi::exception_get_what>, kOptional},
+    {"aoti_torch_empty_strided", &Store<&AotiApi::empty_strided>, kOptional},
+    {"torch_tensor_to_pyobject", &Store<&AotiApi::tensor_to_pyobject>,
+     kOptional},
+};
+
+// In libtorch_cuda.so, which only CUDA builds of torch load.
+constexpr Symbol kCudaSymbols[] = {
+    {"aoti_torch_get_current_cuda_stream",
+     &Store<&AotiApi::get_current_cuda_stream>, kOptional},
+};
+
+// Looks every symbol of `symbols` up in `handle` into `api`; returns the
+// names of the required ones that are missing, comma-separated, or "".
+template <size_t N>
+std::string ResolveAll(void* handle, const Symbol (&symbols)[N], AotiApi* api) {
+  std::string missing;
+  for (const Symbol& s : symbols) {
+    void* address = dlsym(handle, s.name);
+    s.store(*api, address);
+    if (address == nullptr && s.required) {
+      missing += fmt::format("{}{}", missing.empty() ? "" : ", ", s.name);
+    }
+  }
+  return missing;
+}
+
 }  // namespace
 
 bool ResolveTorchLibrary(TorchLibrary* lib, std::string* error) {
@@ -53,59 +129,7 @@ bool ResolveTorchLibrary(TorchLibrary* lib, std::string* error) {
     return false;
   }
   lib->cpu_handle = cpu;
-  AotiApi& a = lib->api;
-  Resolve(cpu, "aoti_torch_get_data_ptr", &a.get_data_ptr);
-  Resolve(cpu, "aoti_torch_get_dim", &a.get_dim);
-  Resolve(cpu, "aoti_torch_get_sizes", &a.get_sizes);
-  Resolve(cpu, "aoti_torch_get_strides", &a.get_strides);
-  Resolve(cpu, "aoti_torch_get_dtype", &a.get_dtype);
-  Resolve(cpu, "aoti_torch_get_device_type", &a.get_device_type);
-  Resolve(cpu, "aoti_torch_get_device_index", &a.get_device_index);
-  Resolve(cpu, "aoti_torch_get_layout", &a.get_layout);
-  Resolve(cpu, "aoti_torch_get_storage_offset", &a.get_storage_offset);
-  Resolve(cpu, "aoti_torch_get_storage_size", &a.get_storage_size);
-  Resolve(cpu, "aoti_torch_delete_tensor_object", &a.delete_tensor_object);
-  Resolve(cpu, "aoti_torch_grad_mode_is_enabled", &a.grad_mode_is_enabled);
-  Resolve(cpu, "aoti_torch_device_type_cpu", &a.device_type_cpu);
-  Resolve(cpu, "aoti_torch_device_type_cuda", &a.device_type_cuda);
-  Resolve(cpu, "aoti_torch_device_type_meta", &a.device_type_meta);
-  Resolve(cpu, "aoti_torch_layout_strided", &a.layout_strided);
-  Resolve(cpu, "torch_tensor_from_pyobject", &a.tensor_from_pyobject);
-  Resolve(cpu, "torch_exception_get_what_without_backtrace",
-          &a.exception_get_what);
-  Resolve(cpu, "aoti_torch_empty_strided", &a.empty_strided);
-  Resolve(cpu, "torch_tensor_to_pyobject", &a.tensor_to_pyobject);
-
-  const std::pair<const char*, const void*> required[] = {
-      {"aoti_torch_get_data_ptr",
-       reinterpret_cast<const void*>(a.get_data_ptr)},
-      {"aoti_torch_get_dim", reinterpret_cast<const void*>(a.get_dim)},
-      {"aoti_torch_get_sizes", reinterpret_cast<const void*>(a.get_sizes)},
-      {"aoti_torch_get_strides", reinterpret_cast<const void*>(a.get_strides)},
-      {"aoti_torch_get_dtype", reinterpret_cast<const void*>(a.get_dtype)},
-      {"aoti_torch_get_device_type",
-       reinterpret_cast<const void*>(a.get_device_type)},
-      {"aoti_torch_get_device_index",
-       reinterpret_cast<const void*>(a.get_device_index)},
-      {"aoti_torch_get_storage_offset",
-       reinterpret_cast<const void*>(a.get_storage_offset)},
-      {"aoti_torch_get_storage_size",
-       reinterpret_cast<const void*>(a.get_storage_size)},
-      {"aoti_torch_delete_tensor_object",
-       reinterpret_cast<const void*>(a.delete_tensor_object)},
-      {"aoti_torch_grad_mode_is_enabled",
-       reinterpret_cast<const void*>(a.grad_mode_is_enabled)},
-      {"aoti_torch_device_type_cpu",
-       reinterpret_cast<const void*>(a.device_type_cpu)},
-      {"aoti_torch_device_type_cuda",
-       reinterpret_cast<const void*>(a.device_type_cuda)},
-  };
-  std::string missing;
-  for (const auto& [symbol, fn] : required) {
-    if (fn == nullptr) {
-      missing += fmt::format("{}{}", missing.empty() ? "" : ", ", symbol);
-    }
-  }
+  const std::string missing = ResolveAll(cpu, kCpuSymbols, &lib->api);
   if (!missing.empty()) {
     // torch 2.2 and older lack some, 1.13 all of them.
     *error = fmt::format(
@@ -132,10 +156,7 @@ bool ResolveTorchLibrary(TorchLibrary* lib, std::string* error) {
   if (!lib->cuda_library_path.empty()) {
     void* cuda = dlopen(lib->cuda_library_path.c_str(),
                         RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL);
-    if (cuda != nullptr) {
-      Resolve(cuda, "aoti_torch_get_current_cuda_stream",
-              &a.get_current_cuda_stream);
-    }
+    if (cuda != nullptr) ResolveAll(cuda, kCudaSymbols, &lib->api);
   }
   return true;
 }

@@ -171,6 +171,56 @@ void StoreFloat(double v, DtypeIndex dtype, void* bits) {
   }
 }
 
+// The value of the element of float `dtype` that `bits` holds.
+double FloatElement(const void* bits, DtypeIndex dtype) {
+  switch (dtype) {
+    case kFloat64: {
+      double d;
+      std::memcpy(&d, bits, 8);
+      return d;
+    }
+    case kFloat32: {
+      float f;
+      std::memcpy(&f, bits, 4);
+      return f;
+    }
+    case kFloat16: {
+      uint16_t h;
+      std::memcpy(&h, bits, 2);
+      return HalfValue(h);
+    }
+    default: {  // bfloat16: the top half of a float32
+      uint16_t h;
+      std::memcpy(&h, bits, 2);
+      const uint32_t widened = static_cast<uint32_t>(h) << 16;
+      float f;
+      std::memcpy(&f, &widened, 4);
+      return f;
+    }
+  }
+}
+
+// The element of `dtype` that `bits` (little-endian, 8 bytes) holds, as the
+// Python object torch.full takes for it: a bool, a float, or an int that is
+// the element's value, except uint64's, given as its int64 bit pattern.
+PyObject* ElementObject(const void* bits, DtypeIndex dtype) {
+  if (dtype == kBool) {
+    return PyBool_FromLong(*static_cast<const unsigned char*>(bits) != 0);
+  }
+  if (Dtype(dtype).is_float) {
+    return PyFloat_FromDouble(FloatElement(bits, dtype));
+  }
+  const int width = Dtype(dtype).dtype.bits;
+  uint64_t u = 0;
+  std::memcpy(&u, bits, static_cast<size_t>(Dtype(dtype).itemsize));
+  if (width == 64) return PyLong_FromLongLong(static_cast<int64_t>(u));
+  if (Dtype(dtype).dtype.code == TF_DTYPE_UINT) {
+    return PyLong_FromUnsignedLongLong(u);
+  }
+  const uint64_t sign = uint64_t{1} << (width - 1);
+  return PyLong_FromLongLong(static_cast<int64_t>((u ^ sign) - sign));
+}
+
 void ZeroDimView(const TensorRef& like, void* bits, PyObject* object,
                  TensorRef* ref) {
   *ref = TensorRef{};
@@ -254,32 +304,7 @@ bool CheckedFloat(const char* op, const char* what, PyObject* value,
   }
   alignas(8) unsigned char bits[8];
   StoreFloat(v, dtype, bits);
-  switch (dtype) {
-    case kFloat64:
-      *result = v;
-      break;
-    case kFloat32: {
-      float f;
-      std::memcpy(&f, bits, 4);
-      *result = f;
-      break;
-    }
-    case kFloat16: {
-      uint16_t h;
-      std::memcpy(&h, bits, 2);
-      *result = HalfValue(h);
-      break;
-    }
-    default: {  // bfloat16: the top half of a float32
-      uint16_t h;
-      std::memcpy(&h, bits, 2);
-      const uint32_t widened = static_cast<uint32_t>(h) << 16;
-      float f;
-      std::memcpy(&f, &widened, 4);
-      *result = f;
-      break;
-    }
-  }
+  *result = FloatElement(bits, dtype);
   return true;
 }
 
@@ -362,6 +387,33 @@ void FloatAsTensor(double value, const TensorRef& like, void* bits,
                    TensorRef* ref) {
   StoreFloat(value, like.dtype, bits);
   ZeroDimView(like, bits, like.object, ref);
+}
+
+PyObject* NumberElement(NumberRule rule, const char* op, const char* what,
+                        PyObject* number, const TensorRef& like) {
+  alignas(8) unsigned char bits[8] = {};
+  switch (rule) {
+    case NumberRule::kWrapped: {
+      TensorRef ref;
+      if (!NumberAsTensor(op, what, number, like, bits, &ref)) return nullptr;
+      break;
+    }
+    case NumberRule::kChecked: {
+      tf_arg arg;
+      if (!BoundArg(op, what, number, like.dtype, &arg)) return nullptr;
+      if (arg.kind == TF_ARG_FLOAT) return PyFloat_FromDouble(arg.value.f);
+      std::memcpy(bits, &arg.value.i, 8);  // its low bits are the element
+      break;
+    }
+    case NumberRule::kNone:
+      RaiseError(
+          PyExc_TypeError,
+          fmt::format("{}(): no Python number stands for {}; ops.schemas() "
+                      "marks the arguments one may stand for number_ok",
+                      op, what));
+      return nullptr;
+  }
+  return ElementObject(bits, like.dtype);
 }
 
 }  // namespace torchferry

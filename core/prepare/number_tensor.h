@@ -31,6 +31,15 @@
 
 namespace torchferry {
 
+// How an op takes a Python number standing for one of its tensor arguments
+// (prepare.h's NumberRuleFor says which, per op and argument):
+enum class NumberRule {
+  kNone,     // no number may stand for it
+  kWrapped,  // torch's wrapped number (add's and mul's `other`):
+             // NumberAsTensor, or NumberAsFloat32 where AppliedInFloat32
+  kChecked,  // checked into the dtype (clamp's bounds): BoundArg
+};
+
 // True for int, float and bool objects (not tensors, not numpy scalars).
 inline bool IsPythonNumber(PyObject* obj) {
   return PyFloat_CheckExact(obj) || PyLong_Check(obj);
@@ -89,6 +98,15 @@ inline bool AppliedInFloat32(DtypeIndex dtype) {
 }
 bool NumberAsFloat32(const char* op, const char* what, PyObject* number,
                      const TensorRef& like, float* value);
+
+// `number` as `rule` takes it for a tensor of `like`'s dtype and device,
+// through the very functions the preparation rules call: a new reference to
+// the element as torch.full((), element, dtype=...) takes it (a float rounded
+// to the dtype, an int reduced to the dtype's bits, a bool for bool), or
+// nullptr with the eager call's error. torch.compile's traced calls ask it
+// (torchferry._C._number), so that they refuse and round as eager does.
+PyObject* NumberElement(NumberRule rule, const char* op, const char* what,
+                        PyObject* number, const TensorRef& like);
 
 // A 0-dim view of `value` in `like`'s dtype (a float dtype) on its device,
 // stored in `bits` (8 bytes, aligned): the 1 or -0.0 a folded number leaves

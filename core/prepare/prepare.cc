@@ -16,11 +16,12 @@
 
 namespace torchferry {
 
-bool NumberMayStandFor(const OpFunction& fn, size_t index) {
-  if (fn.schema.args[index].type != ArgType::kTensor) return false;
+NumberRule NumberRuleFor(const OpFunction& fn, size_t index) {
+  if (fn.schema.args[index].type != ArgType::kTensor) return NumberRule::kNone;
   const Geometry g = fn.entry->geometry;
-  return (g == Geometry::kBroadcast && index == 1) ||
-         (g == Geometry::kClamp && index > 0);
+  if (g == Geometry::kBroadcast && index == 1) return NumberRule::kWrapped;
+  if (g == Geometry::kClamp && index > 0) return NumberRule::kChecked;
+  return NumberRule::kNone;
 }
 
 PrepareFn PrepareFor(Geometry geometry) {

@@ -7,6 +7,7 @@
 #include <Python.h>
 
 #include "core/prepare/call_frame.h"
+#include "core/prepare/number_tensor.h"
 #include "core/prepare/op_description.h"
 #include "loader/op_table.h"
 
@@ -15,11 +16,17 @@ namespace torchferry {
 // The rule for a geometry; nullptr for kNoop, which takes *tensors.
 PrepareFn PrepareFor(Geometry geometry);
 
-// Whether a Python number may stand for the tensor argument `index` of the
-// schema: the second operand of a broadcast (ops.mul(x, 0.5)) and clamp's
-// bounds. The door makes such numbers plain, ops.schemas() says "number_ok",
-// and the rules of those geometries take them.
-bool NumberMayStandFor(const OpFunction& fn, size_t index);
+// How a Python number may stand for the tensor argument `index` of the
+// schema: the second operand of a broadcast (ops.mul(x, 0.5)) as torch's
+// wrapped number, clamp's bounds checked into the dtype; kNone elsewhere.
+// The door makes such numbers plain, ops.schemas() says "number_ok", the
+// rules of those geometries take them (PrepareBroadcast, PrepareClamp), and
+// torch.compile's traced calls ask _C._number, which applies the same rule.
+NumberRule NumberRuleFor(const OpFunction& fn, size_t index);
+
+inline bool NumberMayStandFor(const OpFunction& fn, size_t index) {
+  return NumberRuleFor(fn, index) != NumberRule::kNone;
+}
 
 // Runs fn.prepare, and again from the top where Python ran after a tensor
 // was read (CallFrame says why): afterwards, nothing read can be stale.

@@ -165,19 +165,11 @@ PyObject* InferSpec(const Registry& registry, PyObject* args) {
                         &out)) {
     return nullptr;
   }
-  const std::string dev(device);
-  if (dev != "cpu" && dev != "cuda") {
-    RaiseError(
-        PyExc_ValueError,
-        fmt::format("unknown device '{}'; expected 'cpu' or 'cuda'", device));
-    return nullptr;
-  }
-  const int index = registry.OpIndexOf(name);
-  if (index < 0) {
-    RaiseError(PyExc_ValueError, fmt::format("unknown op '{}'", name));
-    return nullptr;
-  }
-  const OpFunction& fn = Function(static_cast<OpId>(index));
+  tf_device dev;
+  if (!DeviceNamed(device, &dev)) return nullptr;
+  const OpFunction* found = FunctionNamed(registry, name);
+  if (found == nullptr) return nullptr;
+  const OpFunction& fn = *found;
   if (fn.entry->geometry == Geometry::kNoop) {
     RaiseError(PyExc_ValueError, "noop has no output to infer");
     return nullptr;
@@ -193,7 +185,7 @@ PyObject* InferSpec(const Registry& registry, PyObject* args) {
     parsed.values[i] = PyTuple_GET_ITEM(values, i);
   }
   parsed.out = out;
-  SpecSource source({dev == "cuda" ? TF_DEVICE_CUDA : TF_DEVICE_CPU, 0});
+  SpecSource source(dev);
   CallFrame frame(Bridge::Get(), fn.name.c_str());
   frame.set_source(&source);
   // The very preparation an eager call runs, declared ops' infer and its

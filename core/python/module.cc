@@ -17,6 +17,7 @@
 #include "core/prepare/kernel_cache.h"
 #include "core/prepare/out_alloc.h"
 #include "core/python/infer_spec.h"
+#include "core/python/number_rule.h"
 #include "core/python/op_functions.h"
 #include "core/python/py_view.h"
 #include "core/python/readiness.h"
@@ -461,37 +462,25 @@ PyObject* KernelFor(PyObject*, PyObject* args) {
   const char *op, *device, *dtype;
   if (!PyArg_ParseTuple(args, "sss", &op, &device, &dtype)) return nullptr;
   if (!EnsureInitialized()) return nullptr;
-  if (std::string(device) != "cpu" && std::string(device) != "cuda") {
-    RaiseError(
-        PyExc_ValueError,
-        fmt::format("unknown device '{}'; expected 'cpu' or 'cuda'", device));
-    return nullptr;
-  }
-  const int index = g_registry->OpIndexOf(op);
-  if (index >= 0) {
-    const OpId id = static_cast<OpId>(index);
-    for (int d = 0; d < kNumDtypes; ++d) {
-      if (std::string(Dtype(static_cast<DtypeIndex>(d)).name) != dtype) {
-        continue;
-      }
-      tf_device dev = {
-          std::string(device) == "cuda" ? TF_DEVICE_CUDA : TF_DEVICE_CPU, 0};
-      const KernelEntry* k =
-          KernelCache::Get().Find(id, dev, static_cast<DtypeIndex>(d));
-      if (k == nullptr) Py_RETURN_NONE;
-      return NewText(k->plugin->name);
-    }
-    return RaiseError(PyExc_ValueError,
-                      fmt::format("unknown dtype '{}'", dtype)),
-           nullptr;
-  }
-  RaiseError(PyExc_ValueError, fmt::format("unknown op '{}'", op));
-  return nullptr;
+  tf_device dev;
+  if (!DeviceNamed(device, &dev)) return nullptr;
+  const OpFunction* fn = FunctionNamed(*g_registry, op);
+  if (fn == nullptr) return nullptr;
+  const DtypeIndex d = DtypeNamed(dtype);
+  if (d == kNoDtype) return nullptr;
+  const KernelEntry* k = KernelCache::Get().Find(fn->id, dev, d);
+  if (k == nullptr) Py_RETURN_NONE;
+  return NewText(k->plugin->name);
 }
 
 PyObject* Infer(PyObject*, PyObject* args) {
   if (!EnsureInitialized()) return nullptr;
   return InferSpec(*g_registry, args);
+}
+
+PyObject* Number(PyObject*, PyObject* args) {
+  if (!EnsureInitialized()) return nullptr;
+  return NumberForArg(*g_registry, args);
 }
 
 PyObject* SetPluginOption(PyObject*, PyObject* args) {
@@ -594,6 +583,9 @@ PyMethodDef g_methods[] = {
     {"_shadowed", TF_CFUNC(Shadowed), METH_NOARGS, nullptr},
     {"_kernel_for", TF_CFUNC(KernelFor), METH_VARARGS, nullptr},
     {"_infer", TF_CFUNC(Infer), METH_VARARGS, nullptr},
+    {"_number", TF_CFUNC(Number), METH_VARARGS,
+     "_number(op, arg, value, dtype, device): value as the op takes it for "
+     "arg beside a tensor of dtype on device, or the eager call's error"},
     {"_set_plugin_option", TF_CFUNC(SetPluginOption), METH_VARARGS, nullptr},
     {"_load_seconds", TF_CFUNC(LoadSeconds), METH_NOARGS, nullptr},
     {"_secure_execution", TF_CFUNC(SecureExecutionNow), METH_NOARGS,

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "core/bridge/py_errors.h"
@@ -287,6 +288,36 @@ bool InitDeclaredOps(const Registry& registry) {
 
 const OpFunction& Function(OpId op) {
   return Functions()[static_cast<size_t>(op)];
+}
+
+const OpFunction* FunctionNamed(const Registry& registry, const char* name) {
+  const int index = registry.OpIndexOf(name);
+  if (index < 0) {
+    RaiseError(PyExc_ValueError, fmt::format("unknown op '{}'", name));
+    return nullptr;
+  }
+  return &Function(static_cast<OpId>(index));
+}
+
+bool DeviceNamed(const char* name, tf_device* device) {
+  const std::string text(name);
+  if (text != "cpu" && text != "cuda") {
+    return RaiseError(
+        PyExc_ValueError,
+        fmt::format("unknown device '{}'; expected 'cpu' or 'cuda'", name));
+  }
+  *device = {text == "cuda" ? TF_DEVICE_CUDA : TF_DEVICE_CPU, 0};
+  return true;
+}
+
+DtypeIndex DtypeNamed(const char* name) {
+  for (int d = 0; d < kNumDtypes; ++d) {
+    if (std::string(Dtype(static_cast<DtypeIndex>(d)).name) == name) {
+      return static_cast<DtypeIndex>(d);
+    }
+  }
+  RaiseError(PyExc_ValueError, fmt::format("unknown dtype '{}'", name));
+  return kNoDtype;
 }
 
 namespace {

@@ -29,6 +29,13 @@ bool InitDeclaredOps(const Registry& registry);
 // ones).
 bool AddOpFunctions(PyObject* module);
 
+// What the _C functions that name an op, device and dtype by text
+// (_kernel_for, _infer, _number) make of them: nullptr, kNoDtype or false with
+// a ValueError that names what is unknown.
+const OpFunction* FunctionNamed(const Registry& registry, const char* name);
+bool DeviceNamed(const char* name, tf_device* device);  // 'cpu' or 'cuda'
+DtypeIndex DtypeNamed(const char* name);                // torch's spelling
+
 // torchferry._C._functions(): {name: function} of every op, from state the
 // process keeps, whatever module object asks.
 PyObject* FunctionsDict();

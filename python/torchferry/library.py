@@ -29,7 +29,6 @@ the API's name (torchferry's import then warns with it, and the eager ops
 work on); Dynamo's own is checked when torch._dynamo loads.
 """
 
-import math
 import sys
 import warnings
 
@@ -308,70 +307,37 @@ def _out_fake(op):
 # --- what Dynamo traces instead of the native function ------------------------
 
 
-_KINDS = ("a bool", "an int", "a float")
-
-
-def _kind(dtype):
-    """0, 1, 2: bool, integer, floating dtype (the order torch promotes in)."""
-    return 0 if dtype == torch.bool else 2 if dtype.is_floating_point else 1
-
-
-# The largest finite value of each float dtype: a clamp bound past it is
-# refused, as c10::checked_convert refuses it.
-_FLOAT_LARGEST = {
-    torch.float64: 1.7976931348623157e308,
-    torch.float32: 3.4028234663852886e38,
-    torch.float16: 65504.0,
-    torch.bfloat16: 3.3895313892515355e38,
-}
-
-
 def _check_number(op, what, value, like):
-    """Refuses a Python number standing for a tensor (ops.mul(x, 0.5)) where
-    the native door does (core/prepare/number_tensor.cc), in its words: a
-    number of a higher kind than the tensor's dtype, where torch would
-    promote; an int torch cannot hold; a clamp bound that does not fit the
-    dtype. Returns the value as an element of the dtype holds it: add's and
-    mul's int wraps modulo 2**bits, as torch's wrapped number does."""
-    number = 0 if isinstance(value, bool) else 1 if isinstance(value, int) else 2
-    tensor = _kind(like.dtype)
-    if number > tensor:
-        raise TypeError(
-            f"{op.name}(): {what} is {_KINDS[number]} but input has dtype "
-            f"{_dtype_name(like.dtype)}; torch would promote the result to another dtype, "
-            f"which torchferry does not do: pass {_KINDS[tensor]} to match input, or cast "
-            "input first"
-        )
-    name = _dtype_name(like.dtype)
-    if number == 1 and not -(2**63) <= value <= 2**64 - 1:
-        raise OverflowError(
-            f"{op.name}(): {what}={value} is past what torch holds a Python int in "
-            "(-2**63 to 2**64 - 1)"
-        )
-    if op.name == "clamp" and tensor == 2:
-        largest = _FLOAT_LARGEST[like.dtype]
-        if math.isfinite(value) and abs(value) > largest:
-            raise OverflowError(
-                f"{op.name}(): {what}={value} cannot be converted to {name} without "
-                f"overflow ({name} takes -{largest:g} to {largest:g})"
-            )
-    if tensor == 1 and number == 1:
-        bits = torch.iinfo(like.dtype).bits
-        unsigned = not like.dtype.is_signed
-        if op.name == "clamp":
-            # c10::checked_convert's rule, as CheckedInt applies it: uint16 -
-            # 64 take any int64 or uint64 and wrap, uint8 negatives down to -255.
-            hi = 2**64 - 1 if unsigned and bits > 8 else torch.iinfo(like.dtype).max
-            lo = -(2**63) if unsigned and bits > 8 else -hi if unsigned else -hi - 1
-            if not lo <= value <= hi:
-                raise OverflowError(
-                    f"{op.name}(): {what}={value} cannot be converted to {name} without "
-                    f"overflow ({name} takes {lo} to {hi})"
-                )
-        value %= 2**bits
-        if value >= 2 ** (bits - 1) and (like.dtype.is_signed or bits == 64):
-            value -= 2**bits  # the bit pattern, as torch.full takes it
-    return value
+    """A Python number standing for a tensor (ops.mul(x, 0.5)) as the native
+    door takes it beside `like`: the element torch.full makes of it, or the
+    eager call's refusal in its words. The rule (which op wraps, which checks
+    into the dtype, what is refused) is the native side's alone
+    (core/prepare/number_tensor.h)."""
+    # The rules tell the cpu from any other device (a number stands for a
+    # tensor on the cpu only), which 'cuda' stands for.
+    device = "cpu" if like.device.type == "cpu" else "cuda"
+    element, error, message = _number_rule(op.name, what, value, like.dtype, device)
+    if error is not None:
+        # Raised in traced code, as eager raises it: without fullgraph Dynamo
+        # falls back to the eager call, which raises it again.
+        raise _NUMBER_ERRORS[error](message)
+    return element
+
+
+# What _C._number raises, by the index _number_rule gives.
+_NUMBER_ERRORS = (TypeError, OverflowError, ValueError)
+
+
+def _number_rule(op_name, what, value, dtype, device):
+    """_C._number on constants, as (element, None, None) or (None, index
+    into _NUMBER_ERRORS, message). Dynamo cannot trace a C function: it calls
+    this one once while tracing and keeps the result as a constant
+    (_substitute_all marks it so); an error raised here would reach the user
+    as Dynamo's own, so it comes back as a value."""
+    try:
+        return _C._number(op_name, what, value, _dtype_name(dtype), device), None, None
+    except _NUMBER_ERRORS as e:
+        return None, _NUMBER_ERRORS.index(type(e)), str(e)
 
 
 def _number_as_tensor(op, what, value, like):
@@ -500,6 +466,7 @@ def _substitute_all():
     if message:
         warnings.warn(message, RuntimeWarning, stacklevel=2)
         return
+    torch._dynamo.assume_constant_result(_number_rule)
     done = _STATE["substituted"]
     for op in list(OPS.values()):
         if op.name in done:

@@ -200,6 +200,60 @@ def test_add_rounds_its_number_into_float16_and_mul_does_not():
     assert ops.mul(x, 70000.0)[1].item() == pytest.approx(70.0, rel=1e-3)  # kept in float32
 
 
+def extreme(dtype, sign):
+    """The dtype's lowest (sign -1) or highest (sign 1) value."""
+    if dtype == torch.bool:
+        return sign > 0
+    if dtype.is_floating_point:
+        return sign * math.inf
+    return torch.iinfo(dtype).max if sign > 0 else torch.iinfo(dtype).min
+
+
+# An eager call whose result is the element its number stands for.
+ELEMENT_CALLS = {
+    ("add", "other"): lambda n, d: ops.add(torch.zeros(1, dtype=d), n),
+    ("mul", "other"): lambda n, d: ops.mul(torch.ones(1, dtype=d), n),
+    ("clamp", "min"): lambda n, d: ops.clamp(torch.full((1,), extreme(d, -1), dtype=d), min=n),
+    ("clamp", "max"): lambda n, d: ops.clamp(torch.full((1,), extreme(d, 1), dtype=d), max=n),
+}
+
+
+def test_the_compiled_path_applies_the_eager_rule():
+    # torch.compile's traced calls take a number through _C._number: it
+    # refuses what the eager call refuses, in the same words, and otherwise
+    # gives the element the eager call applies.
+    from torchferry import _C
+
+    number_tensors = {(op, arg): dtypes for op, arg, dtypes in number_args() if arg in ("other", "min", "max")}
+    assert set(number_tensors) == set(ELEMENT_CALLS)
+    for (op, arg), dtypes in number_tensors.items():
+        for name in dtypes:
+            dtype = getattr(torch, name)
+            for n in NUMBERS:
+                try:
+                    eager = ELEMENT_CALLS[op, arg](n, dtype)
+                except NotImplementedError:
+                    continue  # no kernel here for this dtype
+                except (TypeError, OverflowError) as e:
+                    with pytest.raises(type(e)) as rule:
+                        _C._number(op, arg, n, name, "cpu")
+                    assert str(rule.value) == str(e), (op, arg, name, n)
+                    continue
+                element = torch.full((1,), _C._number(op, arg, n, name, "cpu"), dtype=dtype)
+                torch.testing.assert_close(element, eager, rtol=0, atol=0, equal_nan=True, msg=f"{op} {arg}={n!r} {name}")
+
+
+def test_the_native_rule_refuses_what_takes_no_number():
+    from torchferry import _C
+
+    with pytest.raises(TypeError, match="no Python number stands for alpha"):
+        _C._number("add", "alpha", 1, "int32", "cpu")
+    with pytest.raises(TypeError, match="cpu only"):
+        _C._number("mul", "other", 0.5, "float32", "cuda")
+    with pytest.raises(ValueError, match="unknown dtype"):
+        _C._number("mul", "other", 0.5, "float8", "cpu")
+
+
 COMPILED_DTYPES = ["float16", "bfloat16", "float32", "int8", "uint8", "bool"]
 COMPILED_NUMBERS = [70000.0, 1 / 3, 1e-8, -3, 1000, True]
 
