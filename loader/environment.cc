@@ -22,8 +22,8 @@ const std::vector<EnvVarInfo>& EnvironmentTable() {
       {EnvVar::kLog, "TORCHFERRY_LOG", false, "loader",
        "debug|info|warn|error|off", "the log level"},
       {EnvVar::kCache, "TORCHFERRY_CACHE", false, "python", "",
-       "where build-aten's plugin goes and is found (a privileged process "
-       "does not search it)"},
+       "where build-aten's plugin goes and is found; a privileged process "
+       "does not search it"},
       {EnvVar::kCpuIsa, "TORCHFERRY_CPU_ISA", false, "plugin cpu",
        "baseline|avx2", "caps the cpu plugin's instruction set"},
       {EnvVar::kAtenStrategy, "TORCHFERRY_ATEN_STRATEGY", false, "plugin aten",
