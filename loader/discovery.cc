@@ -9,9 +9,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
+#include <optional>
 #include <utility>
 
+#include "loader/environment.h"
 #include "loader/file_kind.h"
 #include "loader/loader.h"
 #include "loader/log.h"
@@ -161,26 +162,15 @@ bool SecureExecution() {
          ::getgid() != ::getegid();
 }
 
-const char* CodeSelectingEnv(const char* name) {
-  return SecureExecution() ? nullptr : std::getenv(name);
-}
-
 LoaderOptions LoaderOptions::FromEnvironment(
     const std::string& package_plugin_dir,
     std::vector<EntryPointPath> entry_points,
     std::vector<Skipped> unresolved_entry_points, bool secure) {
   LoaderOptions options;
   // A variable that chooses which shared objects load is the caller's to set
-  // only when the caller could load them itself.
-  auto code_selecting = [&](const char* name) -> const char* {
-    const char* value = std::getenv(name);
-    if (value != nullptr && secure) {
-      options.ignored_environment.emplace_back(name);
-      return nullptr;
-    }
-    return value;
-  };
-  if (const char* path = code_selecting("TORCHFERRY_PLUGIN_PATH")) {
+  // only when the caller could load them itself (the table says which).
+  if (const char* path = ReadEnvironment(EnvVar::kPluginPath, secure,
+                                         &options.ignored_environment)) {
     options.search_path = SplitSearchPath(path);
   }
   // An installed vendor's plugin comes after the user's explicit path (which
@@ -193,13 +183,15 @@ LoaderOptions LoaderOptions::FromEnvironment(
   if (!package_plugin_dir.empty()) {
     options.search_path.push_back(package_plugin_dir);
   }
-  if (const char* selection = code_selecting("TORCHFERRY_PLUGINS")) {
+  if (const char* selection = ReadEnvironment(EnvVar::kPlugins, secure,
+                                              &options.ignored_environment)) {
     options.selection = selection;
   }
-  // GetLogLevel() has already read (and complained about) TORCHFERRY_LOG.
+  // GetLogLevel()'s first use has read (and complained about) the variable;
+  // read again, as it may have changed since, quietly.
   options.log_level = GetLogLevel();
-  if (const char* level = std::getenv("TORCHFERRY_LOG")) {
-    options.log_level = ParseLogLevel(level).value_or(LogLevel::kWarn);
+  if (std::optional<LogLevel> level = LogLevelFromEnvironment(false)) {
+    options.log_level = *level;
   }
   return options;
 }

@@ -48,16 +48,11 @@ struct EntryPointPath {
 // which ignores LD_LIBRARY_PATH there).
 bool SecureExecution();
 
-// std::getenv(name) for a variable that chooses which code runs
-// (TORCHFERRY_BRIDGE, TORCHFERRY_TENSOR_META), or nullptr in a privileged
-// process, as glibc's secure_getenv.
-const char* CodeSelectingEnv(const char* name);
-
 // Where to look and what to take. FromEnvironment() reads
-// TORCHFERRY_PLUGIN_PATH, TORCHFERRY_PLUGINS and TORCHFERRY_LOG; when
-// `secure` (SecureExecution() unless given) it ignores the first two, which
-// choose the shared objects the process loads, and names them in
-// ignored_environment.
+// TORCHFERRY_PLUGIN_PATH, TORCHFERRY_PLUGINS and TORCHFERRY_LOG through
+// loader/environment.h; when `secure` (SecureExecution() unless given) it
+// ignores the first two, which choose the shared objects the process loads,
+// and names them in ignored_environment.
 struct LoaderOptions {
   // Folders or files, searched in this order: TORCHFERRY_PLUGIN_PATH, then
   // the entry points' paths, then the package's own plugin folder. A folder

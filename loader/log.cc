@@ -2,8 +2,9 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
+
+#include "loader/environment.h"
 
 namespace torchferry {
 
@@ -16,24 +17,27 @@ std::optional<LogLevel> ParseLogLevel(std::string_view text) {
   return std::nullopt;
 }
 
+std::optional<LogLevel> LogLevelFromEnvironment(bool complain) {
+  const char* env = ReadEnvironment(EnvVar::kLog);
+  if (env == nullptr) return std::nullopt;
+  std::optional<LogLevel> parsed = ParseLogLevel(env);
+  if (!parsed && complain) {
+    std::fprintf(stderr,
+                 "torchferry: [loader] TORCHFERRY_LOG='%s' is not a log "
+                 "level; expected debug, info, warn, error or off; using "
+                 "warn\n",
+                 env);
+  }
+  return parsed.value_or(LogLevel::kWarn);
+}
+
 namespace {
 
 // Read from the environment once, so that a plugin logging from its entry
 // function (before any options were applied) already obeys TORCHFERRY_LOG.
 std::atomic<int32_t>& LevelStorage() {
-  static std::atomic<int32_t> level = [] {
-    const char* env = std::getenv("TORCHFERRY_LOG");
-    std::optional<LogLevel> parsed =
-        env != nullptr ? ParseLogLevel(env) : std::nullopt;
-    if (env != nullptr && !parsed) {
-      std::fprintf(stderr,
-                   "torchferry: [loader] TORCHFERRY_LOG='%s' is not a log "
-                   "level; expected debug, info, warn, error or off; using "
-                   "warn\n",
-                   env);
-    }
-    return static_cast<int32_t>(parsed.value_or(LogLevel::kWarn));
-  }();
+  static std::atomic<int32_t> level = static_cast<int32_t>(
+      LogLevelFromEnvironment(/*complain=*/true).value_or(LogLevel::kWarn));
   return level;
 }
 

@@ -14,6 +14,10 @@ namespace torchferry {
 // anything else.
 std::optional<LogLevel> ParseLogLevel(std::string_view text);
 
+// TORCHFERRY_LOG's level, read through the environment table: nullopt when
+// unset, kWarn when not a level (with a line on stderr when `complain`).
+std::optional<LogLevel> LogLevelFromEnvironment(bool complain);
+
 // The current level: TORCHFERRY_LOG's at first use (kWarn when unset or not
 // understood), until SetLogLevel changes it.
 LogLevel GetLogLevel();

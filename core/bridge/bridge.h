@@ -274,6 +274,9 @@ class Bridge {
   void ProbeNegBit(PyObject* torch_module);
   void ReleaseDlpack(TensorRef* ref);
   void Calibrate(PyObject* torch_module, int major, int minor);
+  // The first path of kAutoOrder (bridge_startup.cc) this torch offers, and
+  // why it was taken; false when it offers none.
+  bool FirstAutoPath(BridgePath* path, std::string* reason) const;
   void FindMetaDevice(PyObject* torch_module);
   // The at::Tensor* inside a torch.Tensor at the calibrated offset: torch
   // 2.3 - 2.9 hold a c10::MaybeOwned<at::Tensor>, whose flag says whether it

@@ -9,6 +9,7 @@
 #include "core/bridge/bridge.h"
 #include "core/bridge/impl_words.h"
 #include "core/bridge/py_errors.h"
+#include "loader/environment.h"
 #include "loader/host_parallel.h"
 #include "loader/loader.h"
 
@@ -17,6 +18,12 @@ namespace {
 
 constexpr const char* kPathNames[kNumBridgePaths] = {"shim", "offset", "dlpack",
                                                      "exchange"};
+
+// The paths 'auto' tries, the cheapest first: at import (unless
+// TORCHFERRY_BRIDGE forces one) and in set_path("auto"). DLPack is never
+// chosen: it is a fallback inside a call, not a path of its own.
+constexpr BridgePath kAutoOrder[] = {BridgePath::kShim, BridgePath::kOffset,
+                                     BridgePath::kExchange};
 
 }  // namespace
 
@@ -132,7 +139,7 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
       neg_probe_.ok ? neg_probe_.keyset_offset + 8 : 0;
   // Checked before any probe runs: an A/B run that misspells the setting
   // must not measure the default while believing it measured the getters.
-  const char* meta = CodeSelectingEnv("TORCHFERRY_TENSOR_META");
+  const char* meta = ReadEnvironment(EnvVar::kTensorMeta);
   if (meta != nullptr && meta[0] != '\0' && std::strcmp(meta, "auto") != 0 &&
       std::strcmp(meta, "getters") != 0) {
     return RaiseError(
@@ -146,7 +153,7 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
   meta_.Calibrate(torch_module, &lib_.api, impl_bytes, neg_probe_.keyset_offset,
                   neg_probe_.negative_mask);
 
-  const char* forced = CodeSelectingEnv("TORCHFERRY_BRIDGE");
+  const char* forced = ReadEnvironment(EnvVar::kBridge);
   if (forced != nullptr && forced[0] != '\0' &&
       std::strcmp(forced, "auto") != 0) {
     // A user meets this at import, far from where the variable was set:
@@ -163,24 +170,7 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
                       forced, why));
     }
     path_reason_ = fmt::format("forced by TORCHFERRY_BRIDGE={}", forced);
-  } else if (shim_available() && lib_.api.delete_tensor_object != nullptr) {
-    path_ = BridgePath::kShim;
-    path_reason_ =
-        "torch_tensor_from_pyobject and aoti_torch_delete_tensor_object "
-        "resolve in libtorch";
-  } else if (calibration_.ok) {
-    path_ = BridgePath::kOffset;
-    path_reason_ = fmt::format(
-        "torch_tensor_from_pyobject is absent from libtorch; the at::Tensor "
-        "offset was calibrated: {}",
-        calibration_.detail);
-  } else if (exchange_available()) {
-    path_ = BridgePath::kExchange;
-    path_reason_ = fmt::format(
-        "torch_tensor_from_pyobject is absent from libtorch and offset "
-        "calibration failed ({}); torch.Tensor offers the {}",
-        calibration_.detail, exchange_detail_);
-  } else {
+  } else if (!FirstAutoPath(&path_, &path_reason_)) {
     return RaiseError(
         PyExc_ImportError,
         fmt::format("torchferry has no bridge path under torch {}: "
@@ -202,7 +192,7 @@ bool Bridge::Init(PyObject* torch_module, const char* torch_version) {
       dlsym(cpu, "torch_get_thread_idx"));
   parallel.thread_count = reinterpret_cast<int (*)()>(
       dlsym(cpu, "_ZN2at15get_num_threadsEv"));  // at::get_num_threads()
-  const char* parallel_choice = CodeSelectingEnv("TORCHFERRY_PARALLEL");
+  const char* parallel_choice = ReadEnvironment(EnvVar::kParallel);
   if (!InstallParallel(parallel, parallel_choice, &error)) {
     return RaiseError(
         PyExc_ValueError,
@@ -250,17 +240,48 @@ bool Bridge::SetPath(const char* name) {
     return true;
   }
   if (std::strcmp(name, "auto") == 0) {
-    path_ = shim_available()       ? BridgePath::kShim
-            : calibration_.ok      ? BridgePath::kOffset
-            : exchange_available() ? BridgePath::kExchange
-                                   : BridgePath::kOffset;
-    return path_ != BridgePath::kOffset || calibration_.ok ||
+    std::string reason;
+    return FirstAutoPath(&path_, &reason) ||
            RaiseError(PyExc_RuntimeError, "no bridge path is available");
   }
   return RaiseError(PyExc_ValueError,
                     fmt::format("unknown bridge path '{}'; expected 'auto', "
                                 "'shim', 'offset' or 'exchange'",
                                 name));
+}
+
+bool Bridge::FirstAutoPath(BridgePath* path, std::string* reason) const {
+  for (BridgePath candidate : kAutoOrder) {
+    switch (candidate) {
+      case BridgePath::kShim:
+        if (!shim_available() || lib_.api.delete_tensor_object == nullptr) {
+          continue;
+        }
+        *reason =
+            "torch_tensor_from_pyobject and aoti_torch_delete_tensor_object "
+            "resolve in libtorch";
+        break;
+      case BridgePath::kOffset:
+        if (!calibration_.ok) continue;
+        *reason = fmt::format(
+            "torch_tensor_from_pyobject is absent from libtorch; the "
+            "at::Tensor offset was calibrated: {}",
+            calibration_.detail);
+        break;
+      case BridgePath::kExchange:
+        if (!exchange_available()) continue;
+        *reason = fmt::format(
+            "torch_tensor_from_pyobject is absent from libtorch and offset "
+            "calibration failed ({}); torch.Tensor offers the {}",
+            calibration_.detail, exchange_detail_);
+        break;
+      case BridgePath::kDlpack:
+        continue;
+    }
+    *path = candidate;
+    return true;
+  }
+  return false;
 }
 
 // The offset path must never read a guessed address: take a tensor whose

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/bridge/impl_words.h"
+#include "loader/environment.h"
 #include "loader/loader.h"
 
 namespace torchferry {
@@ -38,7 +39,7 @@ void MetaProbe::Calibrate(PyObject* torch_module, const AotiApi* api,
     for (PyObject* o : owned) Py_XDECREF(o);
     PyErr_Clear();
   };
-  const char* forced = CodeSelectingEnv("TORCHFERRY_TENSOR_META");
+  const char* forced = ReadEnvironment(EnvVar::kTensorMeta);
   if (forced != nullptr && std::string(forced) == "getters") {
     return finish(false, "forced by TORCHFERRY_TENSOR_META=getters");
   }

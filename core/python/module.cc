@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,6 +20,7 @@
 #include "core/python/op_functions.h"
 #include "core/python/py_view.h"
 #include "core/python/readiness.h"
+#include "loader/environment.h"
 #include "loader/host_parallel.h"
 #include "loader/known_values.h"
 #include "loader/loader.h"
@@ -140,14 +140,9 @@ PyObject* Init(PyObject* module, PyObject* args) {
   if (built_dir != nullptr && *built_dir != '\0' && !SecureExecution()) {
     options.search_path.emplace_back(built_dir);
   }
-  g_ignored_environment = options.ignored_environment;
-  // The bridge read these through CodeSelectingEnv(), which skips them here.
-  for (const char* name :
-       {"TORCHFERRY_BRIDGE", "TORCHFERRY_TENSOR_META", "TORCHFERRY_PARALLEL"}) {
-    if (SecureExecution() && std::getenv(name) != nullptr) {
-      g_ignored_environment.emplace_back(name);
-    }
-  }
+  // The loader's own (options.ignored_environment) and the bridge's, which
+  // Bridge::Init() read through the same table.
+  g_ignored_environment = IgnoredEnvironmentVariables(SecureExecution());
   g_registry->Load(options);
   g_load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -530,6 +525,27 @@ PyObject* IgnoredEnvironment(PyObject*, PyObject*) {
   return list;
 }
 
+// loader/environment.h's table, for `python -m torchferry info` and the
+// package, which read what each TORCHFERRY_* variable is from it.
+PyObject* EnvironmentTableNow(PyObject*, PyObject*) {
+  const std::vector<EnvVarInfo>& table = EnvironmentTable();
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(table.size()));
+  if (list == nullptr) return nullptr;
+  for (size_t i = 0; i < table.size(); ++i) {
+    const EnvVarInfo& entry = table[i];
+    PyObject* item = Py_BuildValue(
+        "{s:s,s:O,s:s,s:s,s:s}", "name", entry.name, "selects_code",
+        entry.selects_code ? Py_True : Py_False, "reader", entry.reader,
+        "values", entry.values, "meaning", entry.meaning);
+    if (item == nullptr) {
+      Py_DECREF(list);
+      return nullptr;
+    }
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), item);
+  }
+  return list;
+}
+
 // Registry lookup alone (uncached, as at first call): ns per Find.
 PyObject* TimeLookup(PyObject*, PyObject* args) {
   long long iterations;
@@ -593,6 +609,9 @@ PyMethodDef g_methods[] = {
      "variables choosing the code it loads are ignored"},
     {"_ignored_environment", TF_CFUNC(IgnoredEnvironment), METH_NOARGS,
      "_ignored_environment(): the variables the loader did not read"},
+    {"_environment_table", TF_CFUNC(EnvironmentTableNow), METH_NOARGS,
+     "_environment_table(): every TORCHFERRY_* variable: name, selects_code, "
+     "reader, values, meaning"},
     {"_schemas", TF_CFUNC(Schemas), METH_NOARGS, nullptr},
     {nullptr, nullptr, 0, nullptr},  // ops are added at module init
 };

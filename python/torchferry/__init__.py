@@ -129,7 +129,8 @@ _BUILT_PLUGIN_DIR_GIVEN = _os.path.isdir(BUILT_PLUGIN_DIR)
 # loaded and STARTUP_ERROR naming the variable: every use of the bridge, the
 # ops or the plugins raises that ValueError, while `python -m torchferry
 # info` and `config`, which run inside this import, still answer.
-BRIDGE_VARIABLES = ("TORCHFERRY_BRIDGE", "TORCHFERRY_TENSOR_META", "TORCHFERRY_PARALLEL")
+# The loader's environment table (loader/environment.h) says which they are.
+BRIDGE_VARIABLES = tuple(e["name"] for e in _C._environment_table() if e["reader"] == "bridge")
 STARTUP_ERROR = None
 
 

@@ -3,6 +3,7 @@
 import argparse
 import sys
 
+from . import environment
 from .user_error import UserError
 
 
@@ -30,13 +31,7 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m torchferry",
         description="torchferry hands torch tensors to native kernels in versioned "
-        "plugins. Environment: TORCHFERRY_PLUGIN_PATH (extra plugin folders or files, "
-        "searched first), TORCHFERRY_PLUGINS (name globs; -glob excludes), "
-        "TORCHFERRY_BRIDGE (auto|shim|offset|exchange), TORCHFERRY_TENSOR_META (auto|getters), "
-        "TORCHFERRY_PARALLEL (auto|torch|host|serial: what serves plugins' parallel_for), "
-        "TORCHFERRY_LOG (debug|info|warn|error|off), "
-        "TORCHFERRY_ATEN_STRATEGY (from_blob|source|pool), TORCHFERRY_CPU_ISA (baseline|avx2), "
-        "TORCHFERRY_CACHE (where build-aten's plugin goes and is found). "
+        f"plugins. Environment: {environment.help_text()}. "
         "Installed distributions add plugins through the 'torchferry.plugins' entry point group.",
     )
     sub = parser.add_subparsers(dest="command", required=True)

@@ -8,7 +8,7 @@ import sys
 import torch
 
 import torchferry
-from . import _C
+from . import _C, environment
 
 
 def _env_text(name):
@@ -22,6 +22,12 @@ def _environment():
     """The TORCHFERRY_ variables set in this process, as the loader reads them."""
     names = sorted(os.fsdecode(k) for k in os.environb if k.startswith(b"TORCHFERRY_"))
     return {name: _env_text(name) for name in names}
+
+
+def _setting_text(name, value):
+    """'NAME=value (values: what NAME means)'."""
+    entry = environment.entry(name)
+    return f"{name}={value} ({environment.describe(entry)})" if entry else f"{name}={value}"
 
 
 def _versions():
@@ -57,7 +63,7 @@ def render_unstarted(data):
         "plugins: none loaded (they load once the bridge starts); searched in "
         f"{data['package_dir']}, then {data['built_dir']}",
         "environment: "
-        + (", ".join(f"{k}={v}" for k, v in data["environment"].items()) or "no TORCHFERRY_ variable set"),
+        + (", ".join(_setting_text(k, v) for k, v in data["environment"].items()) or "no TORCHFERRY_ variable set"),
     ]
     return "\n".join(lines)
 
@@ -177,7 +183,7 @@ def render(data, verbose=False):
     p = data["parallel"]
     lines += [
         f"parallel_for: {p['backend']}, {p['threads']} thread{'s' if p['threads'] != 1 else ''} "
-        f"(TORCHFERRY_PARALLEL=auto|torch|host|serial)",
+        f"(TORCHFERRY_PARALLEL={environment.entry('TORCHFERRY_PARALLEL')['values']})",
         f"  why: {p['reason']}",
         f"  regions: torch={p['counts']['torch']}, host={p['counts']['host']}, inline={p['counts']['inline']}",
     ]

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "loader/environment.h"
 #include "loader/loader.h"
 #include "test_support.h"
 
@@ -271,7 +272,7 @@ TEST_CASE("a privileged process ignores the variables that choose code",
   ::setenv("TORCHFERRY_LOG", "error", 1);
   // The test runs unprivileged: SecureExecution() is false, the default.
   CHECK_FALSE(SecureExecution());
-  CHECK(std::string(CodeSelectingEnv("TORCHFERRY_PLUGINS")) == "evil");
+  CHECK(std::string(ReadEnvironment(EnvVar::kPlugins)) == "evil");
   LoaderOptions options = LoaderOptions::FromEnvironment("/package/plugins");
   CHECK(options.search_path ==
         std::vector<std::string>{"/attacker", "/package/plugins"});

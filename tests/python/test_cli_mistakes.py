@@ -223,3 +223,24 @@ def test_the_ops_refuse_a_bad_bridge_variable_naming_it(name, value):
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=HERE,
                        timeout=180)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]
+
+
+def test_help_and_info_explain_the_variables_from_the_loaders_table():
+    # One table (loader/environment.h) says what every TORCHFERRY_* variable
+    # is; --help lists them all from it, and `info` explains a bad one by it.
+    table = torchferry._C._environment_table()
+    names = [e["name"] for e in table]
+    assert len(set(names)) == len(names) and "TORCHFERRY_CPU_ISA" in names
+    assert [e["name"] for e in table if e["selects_code"]] == [
+        "TORCHFERRY_PLUGIN_PATH", "TORCHFERRY_PLUGINS", "TORCHFERRY_BRIDGE", "TORCHFERRY_TENSOR_META",
+        "TORCHFERRY_PARALLEL",
+    ]  # fmt: skip
+    assert torchferry.BRIDGE_VARIABLES == ("TORCHFERRY_BRIDGE", "TORCHFERRY_TENSOR_META", "TORCHFERRY_PARALLEL")
+    r = cli("--help")
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    out = " ".join(r.stdout.decode().split())
+    for name in names:
+        assert name in out
+    assert "TORCHFERRY_BRIDGE (auto|shim|offset|exchange: the bridge path)" in out
+    r = cli("info", env={"TORCHFERRY_TENSOR_META": "sometimes"})
+    assert "TORCHFERRY_TENSOR_META=sometimes (auto|getters: how tensor metadata is read)" in r.stdout.decode()
