@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -28,6 +29,18 @@ void RunShare(const Job& job, int32_t index) {
   ShareBounds(job.begin, job.end, job.shares, index, &b, &e);
   ShareScope scope(index);
   if (b < e) job.fn(b, e, job.ctx);
+}
+
+// Waits on cv until pred() holds. Timed waits rather than
+// condition_variable::wait: GCC 12's libstdc++ exports wait(unique_lock&)
+// at symbol version GLIBCXX_3.4.30, newer than the wheel's platform
+// (manylinux_2_34) allows, while its waits on the steady clock are inline
+// (pthread_cond_clockwait). The day-long timeout only bounds one wait; the
+// loop waits on.
+template <typename Pred>
+void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+               Pred pred) {
+  while (!pred()) cv.wait_for(lock, std::chrono::hours(24));
 }
 
 class Pool {
@@ -55,7 +68,7 @@ class Pool {
     wake_.notify_all();
     RunShare(job, 0);
     std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [this] { return pending_ == 0; });
+    WaitUntil(done_, lock, [this] { return pending_ == 0; });
     return true;
   }
 
@@ -66,7 +79,7 @@ class Pool {
     uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
-      wake_.wait(lock, [&] { return generation_ != seen; });
+      WaitUntil(wake_, lock, [&] { return generation_ != seen; });
       seen = generation_;
       if (index >= job_.shares) continue;
       const Job job = job_;
