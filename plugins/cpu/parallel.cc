@@ -8,15 +8,11 @@ std::atomic<const tf_host_api*> g_host{nullptr};
 // Per calling thread: a kernel and the ParallelFor calls it makes run on
 // the thread the host called it on.
 thread_local tf_status t_parallel_failure = TF_OK;
-// Set once any thread noted a failure. Every kernel call takes the failure,
-// and a thread-local in a dlopen'd library costs a __tls_get_addr call: until
-// a failure ever happens, this one relaxed load is all a call pays. A
-// thread's own note precedes its own take, so it always sees its own.
-std::atomic<bool> g_any_failure{false};
 }  // namespace
 
-tf_status TakeParallelFailure() {
-  if (!g_any_failure.load(std::memory_order_relaxed)) return TF_OK;
+std::atomic<bool> detail::g_any_failure{false};
+
+tf_status detail::TakeThreadFailure() {
   const tf_status status = t_parallel_failure;
   t_parallel_failure = TF_OK;
   return status;

@@ -8,6 +8,7 @@
 // An older host (ABI < 1.2) has no service; then everything runs serially.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "abi/torchferry.h"
@@ -33,10 +34,19 @@ void SetParallelHost(uint32_t host_abi_minor, const tf_host_api* host);
 // take (TF_OK if none), cleared by taking it. torch's pool may fail after
 // some shares ran, so a kernel cannot run again (an in-place op would apply
 // twice): the call fails instead (kernel_table.h, SkipEmptyOutputThenRun).
-tf_status TakeParallelFailure();
 namespace detail {
 void NoteParallelFailure(tf_status status);
+tf_status TakeThreadFailure();
+// Set once any thread noted a failure. Every kernel call takes the failure,
+// and a thread-local in a dlopen'd library costs a __tls_get_addr call: until
+// a failure ever happens, this inline relaxed load is all a call pays. A
+// thread's own note precedes its own take, so it always sees its own.
+extern std::atomic<bool> g_any_failure;
 }  // namespace detail
+inline tf_status TakeParallelFailure() {
+  if (!detail::g_any_failure.load(std::memory_order_relaxed)) return TF_OK;
+  return detail::TakeThreadFailure();
+}
 
 // The service, or NULL when the host has none.
 const tf_host_api* ParallelHost();
