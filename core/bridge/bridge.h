@@ -146,7 +146,8 @@ class Bridge {
   bool initialized() const { return initialized_; }
 
   // Reads `obj` into `ref`. `what` names the argument in messages ("input",
-  // "out", ...); `writable` refuses read-only DLPack exports. Returns false
+  // "out", ...); `writable` refuses what may not be written: a read-only
+  // DLPack export, an inference tensor outside inference mode. Returns false
   // with a Python exception set; `ref` then holds nothing to release.
   bool Read(PyObject* obj, const char* what, bool writable, TensorRef* ref);
   // True for torch.Tensor and its subclasses: what Read takes without
@@ -243,6 +244,9 @@ class Bridge {
 
  private:
   bool ReadTorchTensor(PyObject* obj, const char* what, TensorRef* ref);
+  // A torch tensor read for writing: refused (and released) where torch
+  // would refuse the write (an inference tensor outside inference mode).
+  bool CheckWritable(PyObject* obj, const char* what, TensorRef* ref);
   // core/bridge/bridge_exchange.cc
   void FindExchangeApi();
   bool ReadExchanged(PyObject* obj, const char* what, TensorRef* ref);

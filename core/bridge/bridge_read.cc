@@ -35,10 +35,12 @@ bool Bridge::Read(PyObject* obj, const char* what, bool writable,
   ref->exchanged_impl = nullptr;
   PyTypeObject* type = Py_TYPE(obj);
   if (type == tensor_type_ || type == parameter_type_) {
-    return ReadTorchTensor(obj, what, ref);
+    return ReadTorchTensor(obj, what, ref) &&
+           (!writable || CheckWritable(obj, what, ref));
   }
   if (PyType_IsSubtype(type, tensor_type_)) {
-    return CheckSubclass(type, what) && ReadTorchTensor(obj, what, ref);
+    return CheckSubclass(type, what) && ReadTorchTensor(obj, what, ref) &&
+           (!writable || CheckWritable(obj, what, ref));
   }
   if (PyObject_HasAttrString(obj, "__dlpack__")) {
     return ReadDlpack(obj, what, writable, ref);
@@ -101,6 +103,12 @@ bool Bridge::CheckSubclass(PyTypeObject* type, const char* what) {
   ref->view.source = handle;
   ref->view.source_kind = TF_SOURCE_ATEN;
   return true;
+}
+
+bool Bridge::CheckWritable(PyObject* obj, const char* what, TensorRef* ref) {
+  if (versions_.CheckWritable(what, obj, ref->probe_handle())) return true;
+  Release(ref);
+  return false;
 }
 
 // Layout, device, dtype, dim, sizes and strides through the AOTI getters:
@@ -321,23 +329,12 @@ bool Bridge::CheckNotNegated(const char* impl, PyObject* obj,
                                 what));
 }
 
-// The version counter's per-call work, beside the read it follows: an out=
-// autograd saved refused before the kernel, the counter of every tensor it
-// wrote bumped after. Its calibration at import is in version_counter.cc.
+// The version counter's per-call work that may run Python, beside the read
+// it follows: a tensor read for writing that autograd could not see written
+// refused before any kernel, and the bump of a tensor without a handle. The
+// counter's calibration at import is in version_counter.cc.
 
-void* VersionCounter::CounterOf(AtenTensorHandle handle) const {
-  return WordAt<void*>(TensorImplOfHandle(handle), counter_offset_);
-}
-
-bool VersionCounter::Bump(PyObject* object, AtenTensorHandle handle) const {
-  if (ok_ && handle != nullptr) {
-    char* counter = static_cast<char*>(CounterOf(handle));
-    if (counter != nullptr) {  // NULL: an inference tensor, which has none
-      __atomic_fetch_add(reinterpret_cast<uint32_t*>(counter + value_offset_),
-                         1u, __ATOMIC_RELAXED);
-    }
-    return true;
-  }
+bool VersionCounter::BumpInPython(PyObject* object) const {
   const Bridge::HeldOff quiet(Bridge::Get(), object);  // torch's code only
   PyObject* r = PyObject_CallOneArg(increment_version_, object);
   Py_XDECREF(r);
@@ -357,8 +354,7 @@ bool VersionCounter::IsInference(PyObject* object,
   return r == Py_True;
 }
 
-bool VersionCounter::CheckWritable(const char* op, const char* what,
-                                   PyObject* object,
+bool VersionCounter::CheckWritable(const char* what, PyObject* object,
                                    AtenTensorHandle handle) const {
   if (!IsInference(object, handle)) return true;
   // A C function returning a bool: no Python code runs here.
@@ -367,11 +363,11 @@ bool VersionCounter::CheckWritable(const char* op, const char* what,
   if (enabled == Py_True) return true;
   PyErr_Clear();
   return RaiseError(PyExc_RuntimeError,
-                    fmt::format("{}(): Inplace update to inference tensor "
-                                "outside InferenceMode is not allowed: {} is "
-                                "an inference tensor; write it inside "
+                    fmt::format("Inplace update to inference tensor outside "
+                                "InferenceMode is not allowed: {} is an "
+                                "inference tensor; write it inside "
                                 "torch.inference_mode(), or pass a clone",
-                                op, what));
+                                what));
 }
 
 }  // namespace torchferry

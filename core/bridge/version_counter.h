@@ -10,8 +10,10 @@
 // `tensor.data` does not, and the uint32 it points at follows
 // torch.autograd.graph.increment_version. Where that is not found, the
 // Python function is called per written tensor instead: correct, slower.
-// Calibrate runs at import (version_counter.cc); Bump and CheckWritable run
-// per call, beside the bridge's read (bridge_read.cc).
+// Calibrate runs at import (version_counter.cc). Per call, Bridge::Read
+// checks a tensor read for writing with CheckWritable (bridge_read.cc), and
+// the dispatcher bumps every tensor a kernel wrote: inline, a word read and
+// an atomic add where the counter was found.
 #pragma once
 
 #include <Python.h>
@@ -19,6 +21,7 @@
 #include <string>
 
 #include "core/bridge/aoti.h"
+#include "core/bridge/impl_words.h"
 
 namespace torchferry {
 
@@ -32,19 +35,32 @@ class VersionCounter {
   // `object` is the Python tensor, `handle` its at::Tensor*, or NULL where
   // the bridge has none (the exchange path): then the Python function. False
   // with a Python exception set where the fallback failed.
-  bool Bump(PyObject* object, AtenTensorHandle handle) const;
+  bool Bump(PyObject* object, AtenTensorHandle handle) const {
+    if (!ok_ || handle == nullptr) return BumpInPython(object);
+    char* counter = static_cast<char*>(CounterOf(handle));
+    if (counter != nullptr) {  // NULL: an inference tensor, which has none
+      __atomic_fetch_add(reinterpret_cast<uint32_t*>(counter + value_offset_),
+                         1u, __ATOMIC_RELAXED);
+    }
+    return true;
+  }
 
   // Inference tensors have no version counter; torch writes them only
   // inside torch.inference_mode(). False with a RuntimeError in torch's
   // words, naming the argument `what`, where this write would be refused.
-  bool CheckWritable(const char* op, const char* what, PyObject* object,
+  bool CheckWritable(const char* what, PyObject* object,
                      AtenTensorHandle handle) const;
 
   bool calibrated() const { return ok_; }
   const std::string& detail() const { return detail_; }
 
  private:
-  void* CounterOf(AtenTensorHandle handle) const;
+  void* CounterOf(AtenTensorHandle handle) const {
+    return WordAt<void*>(TensorImplOfHandle(handle), counter_offset_);
+  }
+  // torch.autograd.graph.increment_version, for a tensor without a handle
+  // or where the counter was not found.
+  bool BumpInPython(PyObject* object) const;
   bool IsInference(PyObject* object, AtenTensorHandle handle) const;
 
   bool ok_ = false;

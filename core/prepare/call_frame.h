@@ -109,6 +109,15 @@ class CallFrame {
     if (__builtin_expect(ref->view.ndim > kMaxRank, 0)) {
       return RaiseTooDeep(what, ref->view.ndim);
     }
+    if (writable) {
+      // Where a size-n dimension has stride 0 (an expanded tensor), n
+      // results would land in one element.
+      for (int d = 0; ref->numel > 0 && d < ref->view.ndim; ++d) {
+        if (ref->view.shape[d] > 1 && ref->view.strides[d] == 0) {
+          return RaiseExpanded(what, d, ref->view.shape[d]);
+        }
+      }
+    }
     return ref;
   }
 
@@ -291,8 +300,8 @@ class CallFrame {
 
  private:
   // Take()'s refusals, out of line: formatting a message in Take() itself
-  // kept the compiler from inlining it into the rules, which cost a
-  // three-tensor noop ~5% of its time.
+  // keeps the compiler from inlining Take() into the rules, which every
+  // tensor of every call would pay for (the bench's call section shows it).
   [[gnu::cold, gnu::noinline]] TensorRef* RaiseOverCapacity(const char* what) {
     RaiseError(PyExc_RuntimeError,
                fmt::format("{}(): {}: more than the {} tensors this call "
@@ -306,6 +315,15 @@ class CallFrame {
                fmt::format("{}(): {} has {} dims; torchferry takes tensors "
                            "of at most {} dims (TF_MAX_NDIM)",
                            op_, what, ndim, kMaxRank));
+    return nullptr;
+  }
+  [[gnu::cold, gnu::noinline]] TensorRef* RaiseExpanded(const char* what,
+                                                        int dim, int64_t size) {
+    RaiseError(PyExc_ValueError,
+               fmt::format("{}(): {} has stride 0 on dim {} of size {} (an "
+                           "expanded tensor), so several results would land "
+                           "in one element; pass a tensor with its own memory",
+                           op_, what, dim, size));
     return nullptr;
   }
 
@@ -336,7 +354,7 @@ class CallFrame {
 
   // Room for n T's, filled before they are read: default-constructing a
   // dozen TensorRefs and four noted states on every call was most of the
-  // frame's share of a three-tensor noop (9.5% of its time; 5.8% without).
+  // frame's own cost in a call that does nothing else (the bench's noop).
   template <typename T, int n>
   union Slots {
     static_assert(std::is_trivially_copyable_v<T> &&

@@ -338,23 +338,6 @@ bool CheckShape(const char* op, const char* what, const TensorRef& ref,
                   ShapeText(ndim, shape), ShapeText(v.ndim, v.shape)));
 }
 
-bool CheckWritable(const char* op, const TensorRef& out, const char* what) {
-  const tf_tensor& v = out.view;
-  for (int d = 0; out.numel > 0 && d < v.ndim; ++d) {  // numel 0: no write
-    if (v.shape[d] > 1 && v.strides[d] == 0) {
-      return RaiseError(
-          PyExc_ValueError,
-          fmt::format("{}(): {} has stride 0 on dim {} of size {} (an "
-                      "expanded tensor), so several results would land in "
-                      "one element; pass a tensor with its own memory",
-                      op, what, d, v.shape[d]));
-    }
-  }
-  // A tensor autograd saved is refused before any kernel writes it.
-  return !out.is_torch() || Bridge::Get().versions().CheckWritable(
-                                op, what, out.object, out.probe_handle());
-}
-
 bool CheckNoOverlap(const char* op, const char* what, const TensorRef& input,
                     const TensorRef& out, bool exact_alias_ok,
                     const char* out_name) {

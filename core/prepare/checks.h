@@ -19,11 +19,6 @@ bool CheckSameDtype(const char* op, const char* what, const TensorRef& ref,
 bool CheckFloat(const char* op, const TensorRef& ref);
 bool CheckShape(const char* op, const char* what, const TensorRef& ref,
                 int ndim, const int64_t* shape);
-// An output (`what`: out, or an input written in place) must not write one
-// element twice (a stride of 0 on a dim of size > 1, as after expand()), nor
-// be a torch tensor that autograd saved for backward (VersionCounter).
-bool CheckWritable(const char* op, const TensorRef& out,
-                   const char* what = "out");
 // Outputs may alias an input exactly only where `exact_alias_ok`; any other
 // overlap of their memory is refused. `out_name` names the output.
 bool CheckNoOverlap(const char* op, const char* what, const TensorRef& input,

@@ -183,7 +183,6 @@ bool PrepareDeclared(const OpFunction& fn, const ParsedArgs& args,
       return false;
     }
     if (a.in_place()) {
-      if (!CheckWritable(op, *r, name)) return false;
       in_place_names[num_in_place] = name;
       in_place[num_in_place++] = r;
     }

@@ -775,9 +775,9 @@ void Call::CheckAccepted() {
   const int out_item = Dtype(frame_.out_ref()->dtype).itemsize;
   bool distinct;
   std::set<uintptr_t> out_elems = Elements(output_, out_item, &distinct);
-  // CheckWritable promises what torch's own out= check does: no stride 0 on a
-  // dim of size > 1 of an out that has elements. Other self-overlapping outs
-  // (as_strided) pass both.
+  // CallFrame::Take of a tensor to write promises what torch's own out= check
+  // does: no stride 0 on a dim of size > 1 of an out that has elements. Other
+  // self-overlapping outs (as_strided) pass both.
   for (int d = 0; frame_.out_ref()->numel > 0 && d < output_.ndim; ++d) {
     if (output_.shape[d] > 1 && output_.strides[d] == 0) {
       Broken("the checks accepted an out with stride 0 on a dim of size > 1");
