@@ -104,6 +104,13 @@ command -v clang >/dev/null && command -v clang++ >/dev/null || {
 ASAN_RT="$(clang -print-file-name=libclang_rt.asan-x86_64.so)"
 [ -f "$ASAN_RT" ] || { echo "no ASan runtime at $ASAN_RT (libclang-rt-14-dev)" >&2; exit 2; }
 
+# meson puts ccache in front of the compiler it finds itself, not in front of
+# one named by CC and CXX, as the sanitizer builds do: it is named here, so
+# that a fresh checkout's three sanitizer builds reuse the objects of
+# unchanged files (./dev sets CCACHE_BASEDIR and CCACHE_NOHASHDIR).
+SAN_CC=clang SAN_CXX=clang++
+if command -v ccache >/dev/null; then SAN_CC="ccache clang" SAN_CXX="ccache clang++"; fi
+
 # Recoverable, so that a Python run can log every report and go on (the C++
 # tests still stop at the first: halt_on_error=1 there).
 SAN_FLAGS="-fno-omit-frame-pointer -gline-tables-only -fsanitize-recover=address"
@@ -116,7 +123,7 @@ COMMON_SETUP=(-Dtests=true -Daten=disabled -Dcuda=disabled -Db_lundef=false)
 # --- builds ------------------------------------------------------------------
 say "ASan+UBSan build (build/asan, installed into build/asan-site)"
 ASAN_BUILD_OK=1
-logged build-asan env CC=clang CXX=clang++ "$PY" -m pip install --no-build-isolation \
+logged build-asan env CC="$SAN_CC" CXX="$SAN_CXX" "$PY" -m pip install --no-build-isolation \
   --no-deps --upgrade --target "$ROOT/build/asan-site" \
   -Cbuild-dir="$ROOT/build/asan" \
   -Csetup-args=-Dtests=true -Csetup-args=-Dhardening=true \
@@ -133,7 +140,7 @@ configure() {
   if [ -f "$dir/build.ninja" ]; then
     meson configure "$dir" "$@"
   else
-    env CC=clang CXX=clang++ meson setup "$dir" "$@"
+    env CC="$SAN_CC" CXX="$SAN_CXX" meson setup "$dir" "$@"
   fi
 }
 
@@ -196,13 +203,28 @@ if [ $ASAN_BUILD_OK = 1 ]; then
       # left out: they run their work in fresh interpreters over wheels they
       # build, dozens of them a test, and a kit run is checked below instead,
       # once per plugin, under the sanitizers.
-      files=()
+      # The files that take longest under ASan (2-4 minutes each on two
+      # cores, against under a minute for most) start first, so that the
+      # two slots finish together instead of one running a long file alone
+      # at the end; then the rest in name order.
+      long_first=(test_gpu_check_cases test_reliability_loader test_cli_mistakes
+        test_entry_points test_long_sums test_declared_ops test_size_overflow)
+      chosen=()
       # shellcheck disable=SC2086
       for file in ${TF_HARDENING_ASAN_PYTEST:-tests/python/test_*.py}; do
         case "$(basename "$file")" in
           test_check.py | test_kit.py | test_kit_sdk.py) [ -n "${TF_HARDENING_ASAN_PYTEST:-}" ] || continue ;;
         esac
-        files+=("$file")
+        chosen+=("$file")
+      done
+      files=()
+      for name in "${long_first[@]}"; do
+        for file in ${chosen[@]+"${chosen[@]}"}; do
+          [ "$(basename "$file" .py)" != "$name" ] || files+=("$file")
+        done
+      done
+      for file in ${chosen[@]+"${chosen[@]}"}; do
+        [[ " ${long_first[*]} " == *" $(basename "$file" .py) "* ]] || files+=("$file")
       done
       # Two files at a time (one per core): an instrumented run is CPU-bound,
       # and a file is its own process, so they do not share state.
