@@ -203,28 +203,13 @@ if [ $ASAN_BUILD_OK = 1 ]; then
       # left out: they run their work in fresh interpreters over wheels they
       # build, dozens of them a test, and a kit run is checked below instead,
       # once per plugin, under the sanitizers.
-      # The files that take longest under ASan (2-4 minutes each on two
-      # cores, against under a minute for most) start first, so that the
-      # two slots finish together instead of one running a long file alone
-      # at the end; then the rest in name order.
-      long_first=(test_gpu_check_cases test_reliability_loader test_cli_mistakes
-        test_entry_points test_long_sums test_declared_ops test_size_overflow)
-      chosen=()
+      files=()
       # shellcheck disable=SC2086
       for file in ${TF_HARDENING_ASAN_PYTEST:-tests/python/test_*.py}; do
         case "$(basename "$file")" in
           test_check.py | test_kit.py | test_kit_sdk.py) [ -n "${TF_HARDENING_ASAN_PYTEST:-}" ] || continue ;;
         esac
-        chosen+=("$file")
-      done
-      files=()
-      for name in "${long_first[@]}"; do
-        for file in ${chosen[@]+"${chosen[@]}"}; do
-          [ "$(basename "$file" .py)" != "$name" ] || files+=("$file")
-        done
-      done
-      for file in ${chosen[@]+"${chosen[@]}"}; do
-        [[ " ${long_first[*]} " == *" $(basename "$file" .py) "* ]] || files+=("$file")
+        files+=("$file")
       done
       # Two files at a time (one per core): an instrumented run is CPU-bound,
       # and a file is its own process, so they do not share state.
