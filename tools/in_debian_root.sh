@@ -40,7 +40,12 @@ bind /sys "$rootfs/sys"
 bind "$checkout" "$rootfs/src"
 bind "$wheels" "$rootfs/wheels" ro
 
+# ccache (where the root has it: meson finds it on PATH, build-aten through
+# /usr/lib/ccache, tests/pythons/in_root.sh) keeps its objects inside the
+# root, so that they live as long as the compiler that made them; keyed by
+# paths relative to /src, where every checkout appears.
 chroot "$rootfs" /usr/bin/env -i HOME=/root LANG=C.UTF-8 \
   PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin \
+  CCACHE_DIR=/var/cache/torchferry-ccache CCACHE_BASEDIR=/src CCACHE_NOHASHDIR=true \
   PIP_NO_INDEX=1 PIP_FIND_LINKS=/wheels PIP_DISABLE_PIP_VERSION_CHECK=1 \
   "$@"

@@ -78,6 +78,10 @@ def _compiler():
                 f"CXX names {words[0]!r}, which is not on PATH; set CXX to an "
                 "installed C++17 compiler (CXX=g++) or unset it to use c++ from PATH"
             )
+        # A relative path (CXX=./bin/g++) still names it from the temporary
+        # folder the compiles run in.
+        if os.sep in words[0]:
+            words[0] = os.path.abspath(words[0])
         return words
     for name in ("c++", "g++", "clang++"):
         path = shutil.which(name)
@@ -208,14 +212,16 @@ def build(out_dir=None, jobs=None, log=print):
         os.makedirs(os.path.join(work, "include", "abi"))
         shutil.copy(os.path.join(_PACKAGE_DIR, "include", "torchferry.h"),
                     os.path.join(work, "include", "abi", "torchferry.h"))
+        # Compiled from inside the temporary folder, which the command line
+        # names only relatively: two builds of the same sources give the same
+        # command, so that a compiler cache (CXX="ccache c++") reuses objects.
         common = [*cxx, "-O2", "-DNDEBUG", "-fPIC", "-fvisibility=hidden",
-                  "-fvisibility-inlines-hidden", "-I", os.path.join(work, "include"), "-I", sources,
-                  *flags]
+                  "-fvisibility-inlines-hidden", "-I", "include", "-I", sources, *flags]
 
         def compile_one(unit):
             obj = os.path.join(work, unit + ".o")
             run = subprocess.run([*common, "-c", os.path.join(sources, unit), "-o", obj],
-                                 capture_output=True, text=True)
+                                 capture_output=True, text=True, cwd=work)
             return unit, obj, run
 
         jobs = jobs or os.cpu_count() or 1

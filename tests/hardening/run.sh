@@ -104,6 +104,13 @@ command -v clang >/dev/null && command -v clang++ >/dev/null || {
 ASAN_RT="$(clang -print-file-name=libclang_rt.asan-x86_64.so)"
 [ -f "$ASAN_RT" ] || { echo "no ASan runtime at $ASAN_RT (libclang-rt-14-dev)" >&2; exit 2; }
 
+# meson puts ccache in front of the compiler it finds itself, not in front of
+# one named by CC and CXX, as the sanitizer builds do: it is named here, so
+# that a fresh checkout's three sanitizer builds reuse the objects of
+# unchanged files (./dev sets CCACHE_BASEDIR and CCACHE_NOHASHDIR).
+SAN_CC=clang SAN_CXX=clang++
+if command -v ccache >/dev/null; then SAN_CC="ccache clang" SAN_CXX="ccache clang++"; fi
+
 # Recoverable, so that a Python run can log every report and go on (the C++
 # tests still stop at the first: halt_on_error=1 there).
 SAN_FLAGS="-fno-omit-frame-pointer -gline-tables-only -fsanitize-recover=address"
@@ -116,7 +123,7 @@ COMMON_SETUP=(-Dtests=true -Daten=disabled -Dcuda=disabled -Db_lundef=false)
 # --- builds ------------------------------------------------------------------
 say "ASan+UBSan build (build/asan, installed into build/asan-site)"
 ASAN_BUILD_OK=1
-logged build-asan env CC=clang CXX=clang++ "$PY" -m pip install --no-build-isolation \
+logged build-asan env CC="$SAN_CC" CXX="$SAN_CXX" "$PY" -m pip install --no-build-isolation \
   --no-deps --upgrade --target "$ROOT/build/asan-site" \
   -Cbuild-dir="$ROOT/build/asan" \
   -Csetup-args=-Dtests=true -Csetup-args=-Dhardening=true \
@@ -133,7 +140,7 @@ configure() {
   if [ -f "$dir/build.ninja" ]; then
     meson configure "$dir" "$@"
   else
-    env CC=clang CXX=clang++ meson setup "$dir" "$@"
+    env CC="$SAN_CC" CXX="$SAN_CXX" meson setup "$dir" "$@"
   fi
 }
 

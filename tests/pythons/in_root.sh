@@ -39,7 +39,11 @@ say "smoke test and check cpu"
 
 say "the ATen plugin for this torch, into the installed package"
 plugin_dir="$("$venv/bin/python" -c 'import torchferry; print(torchferry.PLUGIN_DIR)')"
-"$venv/bin/python" -m torchferry build-aten --out "$plugin_dir"
+# Through ccache's compiler links, where the root has them: build-aten still
+# finds `c++` on PATH as a user's does, and a rerun reuses the objects.
+ccache_path=""
+[ ! -d /usr/lib/ccache ] || ccache_path=/usr/lib/ccache:
+PATH="$ccache_path$PATH" "$venv/bin/python" -m torchferry build-aten --out "$plugin_dir"
 
 say "compat tests against the installed wheel"
 cd /src
