@@ -321,7 +321,7 @@ inline void WidenTransposed(const T* p, int64_t row, int64_t step, int64_t rows,
 inline bool Product(const float* a, GemmOperand as, const float* b,
                     GemmOperand bs, float* c, GemmOperand cs, int64_t m,
                     int64_t k, int64_t n) {
-  return GemmRows(a, as, b, bs, c, cs, m, k, n) ||
+  return GemmRows(a, as, b, bs, c, cs, m, k, n, n) ||
          Gemm(a, as, b, bs, c, cs, m, k, n);
 }
 

@@ -32,6 +32,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <numeric>
 
 #include "isa.h"
 #include "vmath.h"
@@ -220,11 +221,10 @@ static_assert(kFoldDepth % kMaxBlockDepth == 0 &&
 template <typename V, int R>
 inline void Pass(const float* a, GemmOperand as, const float* b, int64_t b_row,
                  float* c, GemmOperand cs, int64_t k, int64_t n,
-                 double* total) {
+                 int64_t depth, double* total) {
   constexpr int L = kLanes<V>;
   constexpr int NV = TileVectors<V>(R);
   constexpr int KU = Phases(R);
-  const int64_t depth = BlockDepth(k, n);
   float at[kMaxBlockDepth * R];
   // Rows of a that are contiguous are read where they lie: their R streams
   // stay in L1 as well as the copy does, and the copy is saved ([8, 4096] @
@@ -286,24 +286,24 @@ inline void Pass(const float* a, GemmOperand as, const float* b, int64_t b_row,
 template <typename V, int R>
 inline void PassOf(int64_t rows, const float* a, GemmOperand as, const float* b,
                    int64_t b_row, float* c, GemmOperand cs, int64_t k,
-                   int64_t n, double* total) {
+                   int64_t n, int64_t depth, double* total) {
   if constexpr (R > 1) {
     if (rows < R) {
-      PassOf<V, R - 1>(rows, a, as, b, b_row, c, cs, k, n, total);
+      PassOf<V, R - 1>(rows, a, as, b, b_row, c, cs, k, n, depth, total);
       return;
     }
   }
-  Pass<V, R>(a, as, b, b_row, c, cs, k, n, total);
+  Pass<V, R>(a, as, b, b_row, c, cs, k, n, depth, total);
 }
 
 template <typename V>
 inline void Rows(const float* a, GemmOperand as, const float* b, int64_t b_row,
                  float* c, GemmOperand cs, int64_t m, int64_t k, int64_t n,
-                 double* total) {
+                 int64_t depth, double* total) {
   for (int64_t i = 0; i < m; i += kPassRows<V>) {
     const int64_t rows = m - i < kPassRows<V> ? m - i : kPassRows<V>;
     PassOf<V, kPassRows<V>>(rows, a + i * as.rows, as, b, b_row,
-                            c + i * cs.rows, cs, k, n, total);
+                            c + i * cs.rows, cs, k, n, depth, total);
   }
 }
 
@@ -311,14 +311,33 @@ TF_CPU_AVX512 TF_CPU_FLATTEN void RowsAvx512(const float* a, GemmOperand as,
                                              const float* b, int64_t b_row,
                                              float* c, GemmOperand cs,
                                              int64_t m, int64_t k, int64_t n,
-                                             double* total) {
-  Rows<F32x16>(a, as, b, b_row, c, cs, m, k, n, total);
+                                             int64_t depth, double* total) {
+  Rows<F32x16>(a, as, b, b_row, c, cs, m, k, n, depth, total);
 }
 TF_CPU_AVX2 TF_CPU_FLATTEN void RowsAvx2(const float* a, GemmOperand as,
                                          const float* b, int64_t b_row,
                                          float* c, GemmOperand cs, int64_t m,
-                                         int64_t k, int64_t n, double* total) {
-  Rows<Float8>(a, as, b, b_row, c, cs, m, k, n, total);
+                                         int64_t k, int64_t n, int64_t depth,
+                                         double* total) {
+  Rows<Float8>(a, as, b, b_row, c, cs, m, k, n, depth, total);
+}
+
+// The columns of a tile of R rows: full tiles only where a split starts.
+template <typename V>
+int64_t TileColumns(int64_t rows) {
+  return int64_t{kLanes<V>} * TileVectors<V>(static_cast<int>(rows));
+}
+
+// Passes of kPassRows<V> rows and one of the rest: the columns of both
+// tiles must divide where a block starts.
+template <typename V>
+int64_t ColumnTile(int64_t m) {
+  const int64_t pass = kPassRows<V>;
+  int64_t tile = TileColumns<V>(m < pass ? m : pass);
+  if (m > pass && m % pass != 0) {
+    tile = std::lcm(tile, TileColumns<V>(m % pass));
+  }
+  return tile;
 }
 
 // The float64 totals of a pass (Pass) where k > kFoldDepth: on the stack up
@@ -349,7 +368,8 @@ inline bool FoldTotals(int64_t m, int64_t k, int64_t n, int tier_rows,
 }  // namespace
 
 bool GemmRows(const float* a, GemmOperand as, const float* b, GemmOperand bs,
-              float* c, GemmOperand cs, int64_t m, int64_t k, int64_t n) {
+              float* c, GemmOperand cs, int64_t m, int64_t k, int64_t n,
+              int64_t whole_n) {
 #if TF_CPU_HAVE_AVX2_PATH
   if ((m > kGemmRowsMax && n > kGemmRowsNarrowN) || (bs.cols != 1 && n > 1)) {
     return false;
@@ -362,17 +382,34 @@ bool GemmRows(const float* a, GemmOperand as, const float* b, GemmOperand bs,
   const int rows =
       tier == Tier::kAvx512 ? kPassRows<F32x16> : kPassRows<Float8>;
   if (!FoldTotals(m, k, n, rows, stack, &heap, &total)) return false;
+  const int64_t depth = BlockDepth(k, whole_n > n ? whole_n : n);
   if (tier == Tier::kAvx512) {
-    RowsAvx512(a, as, b, bs.rows, c, cs, m, k, n, total);
+    RowsAvx512(a, as, b, bs.rows, c, cs, m, k, n, depth, total);
   } else {
-    RowsAvx2(a, as, b, bs.rows, c, cs, m, k, n, total);
+    RowsAvx2(a, as, b, bs.rows, c, cs, m, k, n, depth, total);
   }
   return true;
 #else
   (void)a, (void)as, (void)b, (void)bs, (void)c, (void)cs, (void)m, (void)k;
-  (void)n;
+  (void)n, (void)whole_n;
 #endif
   return false;
+}
+
+int64_t GemmRowsColumnTile(int64_t m) {
+#if TF_CPU_HAVE_AVX2_PATH
+  switch (ActiveTier()) {
+    case Tier::kAvx512:
+      return ColumnTile<F32x16>(m);
+    case Tier::kAvx2:
+      return ColumnTile<Float8>(m);
+    default:
+      break;
+  }
+#else
+  (void)m;
+#endif
+  return 1;
 }
 
 }  // namespace torchferry::cpu

@@ -25,8 +25,18 @@ inline constexpr int64_t kGemmRowsNarrowN = 128;
 // Computes c = a @ b and returns true, or returns false without touching c
 // when the product is not one of these: m > kGemmRowsMax with n >
 // kGemmRowsNarrowN, b's column stride not 1, or a CPU below AVX2. m, n and
-// k are >= 1.
+// k are >= 1. `whole_n` is the column count of the product this call is a
+// block of (n when it is the whole): the depth of its blocks is chosen on
+// it, so that a block computes each of its outputs as the whole would.
 bool GemmRows(const float* a, GemmOperand as, const float* b, GemmOperand bs,
-              float* c, GemmOperand cs, int64_t m, int64_t k, int64_t n);
+              float* c, GemmOperand cs, int64_t m, int64_t k, int64_t n,
+              int64_t whole_n);
+
+// The columns of the register tiles GemmRows uses for m rows on this CPU
+// (1 where it takes none). A product split into blocks of columns that
+// start at multiples of it, each block one GemmRows call, sums every output
+// in the order the whole product does: a column's tile (and so its chains
+// of sums) depends on where it lies from the call's first column.
+int64_t GemmRowsColumnTile(int64_t m);
 
 }  // namespace torchferry::cpu

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <numeric>
 #include <type_traits>
 
 #include "call.h"
@@ -653,7 +654,7 @@ inline void WidenedRows(const T* a, Strided2d as, const T* b, Strided2d bs,
   for (int64_t i0 = 0; i0 < m; i0 += kGemmRowsMax) {
     const int64_t rows = m - i0 < kGemmRowsMax ? m - i0 : kGemmRowsMax;
     WidenRows<Isa>(a + i0 * as.rows, as.rows, as.cols, rows, k, wide_a);
-    GemmRows(wide_a, {k, 1}, wide_b, {n, 1}, wide_c, {n, 1}, rows, k, n);
+    GemmRows(wide_a, {k, 1}, wide_b, {n, 1}, wide_c, {n, 1}, rows, k, n, n);
     for (int64_t r = 0; r < rows; ++r) {
       T* o = out + (i0 + r) * os.rows;
       if (os.cols == 1) {
@@ -728,7 +729,7 @@ void Product(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
     const bool rows_path =
         whole.m <= kGemmRowsMax || whole.n <= kGemmRowsNarrowN;
     if (rows_path && GemmRows(a, {as.rows, as.cols}, b, {bs.rows, bs.cols}, out,
-                              {os.rows, os.cols}, m, k, n)) {
+                              {os.rows, os.cols}, m, k, n, whole.n)) {
       return;
     }
   }
@@ -842,10 +843,23 @@ bool LongDepth(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
 // columns when a product has at least as many columns as rows (few-row
 // linear and decode; each thread then packs only its columns of b), else
 // rows. Blocks are multiples of every register tile (16 columns; 1 to 32
-// rows), so each output element is computed as in the unsplit product, and
-// results do not depend on the thread count. A depth of at most kDepthChunk.
+// rows; GemmRows' tiles of the product's rows, GemmRowsColumnTile), so each
+// output element is computed as in the unsplit product, and results do not
+// depend on the thread count. A depth of at most kDepthChunk.
 constexpr int64_t kSplitColumns = 64;
 constexpr int64_t kSplitRows = 96;
+
+// The columns of a block: kSplitColumns, or a multiple of it and of
+// GemmRows' tiles where the product goes there (Product).
+template <typename T>
+int64_t ColumnBlock(Strided2d bs, int64_t m, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (bs.cols == 1 && (m <= kGemmRowsMax || n <= kGemmRowsNarrowN)) {
+      return std::lcm(kSplitColumns, GemmRowsColumnTile(m));
+    }
+  }
+  return kSplitColumns;
+}
 // A multiply-add of a product against an elementwise step (parallel.h): the
 // kernels run about this many per step's time, and a share below ~1M of
 // them cannot pay for a thread. A product with few rows is bound by reading
@@ -859,7 +873,7 @@ void SplitProducts(const T* a, int64_t a_batch, Strided2d as, const T* b,
                    Strided2d os, int64_t batch, int64_t m, int64_t k,
                    int64_t n) {
   const bool by_columns = n >= m;
-  const int64_t block = by_columns ? kSplitColumns : kSplitRows;
+  const int64_t block = by_columns ? ColumnBlock<T>(bs, m, n) : kSplitRows;
   const int64_t blocks = ((by_columns ? n : m) + block - 1) / block;
   const int64_t macs = (by_columns ? m : n) * block * k;
   const int64_t b_reads = by_columns ? block * k : 0;

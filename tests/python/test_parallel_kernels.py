@@ -74,6 +74,10 @@ def case(op, dt):
     if op == "linear_64":
         x, w = make((64, 512), dt), make((1031, 512), dt)
         return (lambda: ops.linear(x, w, None)), REFERENCES["linear"](x, w, None), False
+    if op.startswith("matmul_kn_"):  # a few rows @ a contiguous [K, N]: GemmRows' tiles
+        m = int(op.rsplit("_", 1)[1])
+        a, b = make((m, 1024), dt), make((1024, 4099), dt)
+        return (lambda: ops.matmul(a, b)), REFERENCES["matmul"](a, b), False
     if op == "matmul_rows":  # more rows than columns: split over rows
         a, b = make((1031, 256), dt), make((256, 200), dt)
         return (lambda: ops.matmul(a, b)), REFERENCES["matmul"](a, b), False
@@ -127,7 +131,8 @@ def case(op, dt):
 OPS = [
     "abs", "neg", "exp", "silu", "add", "mul", "add_strided", "add_broadcast", "clamp", "cast",
     "silu_and_mul", "rms_norm", "add_rms_norm", "softmax", "softmax_dim0",
-    "linear_1", "linear_8", "linear_64", "matmul_rows", "matmul_batch",
+    "linear_1", "linear_8", "linear_64", "matmul_kn_1", "matmul_kn_3", "matmul_kn_8",
+    "matmul_kn_13", "matmul_rows", "matmul_batch",
     "rotary", "rotary_interleaved", "rotary_strided", "embedding", "embedding_strided",
     "cat", "cat_dim0", "cat_strided", "stack", "stack_strided",
     "attention", "attention_causal", "attention_decode",
