@@ -32,9 +32,8 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Region = std::function<void(int64_t, int64_t, void (*)(int64_t, int64_t,
-                                                                void*),
-                                  void*)>;
+using Region = std::function<void(int64_t, int64_t,
+                                  void (*)(int64_t, int64_t, void*), void*)>;
 
 double MedianNs(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -81,12 +80,14 @@ void Report(const char* name, const Region& region, int threads) {
     after.push_back(
         std::chrono::duration<double, std::nano>(Clock::now() - t0).count());
   }
-  const double add64k = TimeNs(20000, [&] { region(0, small, &AddRange, &add); });
+  const double add64k =
+      TimeNs(20000, [&] { region(0, small, &AddRange, &add); });
   const double serial64k = TimeNs(20000, [&] { AddRange(0, small, &add); });
   const double add16m = TimeNs(40, [&] { region(0, big, &AddRange, &add); });
   const double serial16m = TimeNs(40, [&] { AddRange(0, big, &add); });
   std::printf(
-      "%-6s threads %d: empty %.0f ns, after 2 ms idle %.0f ns, add 64k %.0f ns "
+      "%-6s threads %d: empty %.0f ns, after 2 ms idle %.0f ns, add 64k %.0f "
+      "ns "
       "(serial %.0f), add 16M %.2f ms (serial %.2f)\n",
       name, threads, empty, MedianNs(after), add64k, serial64k, add16m / 1e6,
       serial16m / 1e6);
@@ -112,33 +113,34 @@ bool ChildRuns(const Region& region, int threads) {
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const Region host = [threads](int64_t b, int64_t e,
-                                void (*fn)(int64_t, int64_t, void*), void* ctx) {
+                                void (*fn)(int64_t, int64_t, void*),
+                                void* ctx) {
     if (!torchferry::HostPoolRun(b, e, threads, fn, ctx)) fn(b, e, ctx);
   };
   tbb::task_arena arena(threads);
-  const Region tbb_region = [&arena, threads](
-                                int64_t b, int64_t e,
-                                void (*fn)(int64_t, int64_t, void*), void* ctx) {
-    // Shares as the host pool makes them: `threads` contiguous ranges.
-    arena.execute([&] {
-      tbb::parallel_for(
-          tbb::blocked_range<int64_t>(0, threads, 1),
-          [&](const tbb::blocked_range<int64_t>& r) {
-            for (int64_t i = r.begin(); i < r.end(); ++i) {
-              int64_t sb = 0, se = 0;
-              torchferry::ShareBounds(b, e, threads, static_cast<int32_t>(i),
-                                      &sb, &se);
-              if (sb < se) fn(sb, se, ctx);
-            }
-          },
-          tbb::simple_partitioner());
-    });
-  };
+  const Region tbb_region =
+      [&arena, threads](int64_t b, int64_t e,
+                        void (*fn)(int64_t, int64_t, void*), void* ctx) {
+        // Shares as the host pool makes them: `threads` contiguous ranges.
+        arena.execute([&] {
+          tbb::parallel_for(
+              tbb::blocked_range<int64_t>(0, threads, 1),
+              [&](const tbb::blocked_range<int64_t>& r) {
+                for (int64_t i = r.begin(); i < r.end(); ++i) {
+                  int64_t sb = 0, se = 0;
+                  torchferry::ShareBounds(b, e, threads,
+                                          static_cast<int32_t>(i), &sb, &se);
+                  if (sb < se) fn(sb, se, ctx);
+                }
+              },
+              tbb::simple_partitioner());
+        });
+      };
   Report("host", host, threads);
   Report("oneTBB", tbb_region, threads);
-  std::printf("fork after use: host %s, oneTBB %s\n",
-              ChildRuns(host, threads) ? "child ran" : "child FAILED or hung",
-              ChildRuns(tbb_region, threads) ? "child ran"
-                                             : "child FAILED or hung");
+  std::printf(
+      "fork after use: host %s, oneTBB %s\n",
+      ChildRuns(host, threads) ? "child ran" : "child FAILED or hung",
+      ChildRuns(tbb_region, threads) ? "child ran" : "child FAILED or hung");
   return 0;
 }

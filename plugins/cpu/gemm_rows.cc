@@ -220,8 +220,8 @@ static_assert(kFoldDepth % kMaxBlockDepth == 0 &&
 // R rows of c, all n columns, block by block of depth; `total` as above.
 template <typename V, int R>
 inline void Pass(const float* a, GemmOperand as, const float* b, int64_t b_row,
-                 float* c, GemmOperand cs, int64_t k, int64_t n,
-                 int64_t depth, double* total) {
+                 float* c, GemmOperand cs, int64_t k, int64_t n, int64_t depth,
+                 double* total) {
   constexpr int L = kLanes<V>;
   constexpr int NV = TileVectors<V>(R);
   constexpr int KU = Phases(R);
@@ -329,14 +329,20 @@ int64_t TileColumns(int64_t rows) {
 }
 
 // Passes of kPassRows<V> rows and one of the rest: the columns of both
-// tiles must divide where a block starts.
+// tiles must divide where a block starts. Where every tile of every pass
+// sums in one chain (KU = 1: eight rows or more), a column's sums are the
+// same in any tile, and any split keeps them: 1.
 template <typename V>
 int64_t ColumnTile(int64_t m) {
   const int64_t pass = kPassRows<V>;
-  int64_t tile = TileColumns<V>(m < pass ? m : pass);
-  if (m > pass && m % pass != 0) {
-    tile = std::lcm(tile, TileColumns<V>(m % pass));
-  }
+  const int64_t first = m < pass ? m : pass;
+  const int64_t rest = m > pass ? m % pass : 0;
+  const auto one_chain = [](int64_t rows) {
+    return Phases(static_cast<int>(rows)) == 1;
+  };
+  if (one_chain(first) && (rest == 0 || one_chain(rest))) return 1;
+  int64_t tile = TileColumns<V>(first);
+  if (rest != 0) tile = std::lcm(tile, TileColumns<V>(rest));
   return tile;
 }
 

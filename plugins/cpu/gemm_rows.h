@@ -32,11 +32,12 @@ bool GemmRows(const float* a, GemmOperand as, const float* b, GemmOperand bs,
               float* c, GemmOperand cs, int64_t m, int64_t k, int64_t n,
               int64_t whole_n);
 
-// The columns of the register tiles GemmRows uses for m rows on this CPU
-// (1 where it takes none). A product split into blocks of columns that
-// start at multiples of it, each block one GemmRows call, sums every output
-// in the order the whole product does: a column's tile (and so its chains
-// of sums) depends on where it lies from the call's first column.
+// The columns of the register tiles GemmRows uses for m rows on this CPU,
+// or 1 where any split will do (it takes none, or every tile sums in one
+// chain). A product split into blocks of columns that start at multiples of
+// it, each block one GemmRows call, sums every output in the order the whole
+// product does: a column's tile, and with fewer than eight rows its chains
+// of sums, depend on where it lies from the call's first column.
 int64_t GemmRowsColumnTile(int64_t m);
 
 }  // namespace torchferry::cpu
