@@ -23,8 +23,8 @@
 # target, the four in parallel; 0, the default, runs none),
 # TF_HARDENING_LEAK_ITERATIONS (1000000), TF_HARDENING_ROUNDS (thread rounds, 200),
 # TF_HARDENING_ASAN_PYTEST (the test files of the ASan run; default
-# tests/python/test_*.py but the kit's, one process each),
-# TF_HARDENING_JOBS (test files run at once under ASan, 2).
+# tests/python/test_*.py but those the run says why it leaves out),
+# TF_HARDENING_JOBS (pytest workers under ASan, 2).
 #
 # A fuzz crash leaves its input in build/fuzz/artifacts/; to see the call it
 # made: TF_FUZZ_VERBOSE=1 TF_TEST_CPU_PLUGIN=build/fuzz/plugins/cpu/
@@ -198,37 +198,47 @@ if [ $ASAN_BUILD_OK = 1 ]; then
   if asan_python -c 'import torchferry, sys; sys.exit(0 if "asan-site" in torchferry.__file__ else 1)' \
       >"$LOGS/asan-import.log" 2>&1; then
     if [ -d tests/python ] && ls tests/python/test_*.py >/dev/null 2>&1; then
-      rm -f "$OUT"/asan-pytest-*.xml
-      # The conformance kit's tests (check, the SDK, the template wheel) are
-      # left out: they run their work in fresh interpreters over wheels they
-      # build, dozens of them a test, and a kit run is checked below instead,
-      # once per plugin, under the sanitizers.
+      rm -f "$OUT"/asan-pytest*.xml
+      # Left out by default, each for what it repeats:
+      # - the conformance kit's tests (check, the SDK, the template wheel): they
+      #   run their work in fresh interpreters over wheels they build, dozens
+      #   of them a test; a kit run is checked below instead, once per plugin;
+      # - test_gpu_check_cases: the GPU check's CPU dry run, which is the
+      #   kit's conformance cases (checked below) plus large shapes that
+      #   test_long_sums and test_parallel_kernels take through the same
+      #   kernels here; it keeps the GPU script right, which the main stage
+      #   proves (264 s under the sanitizers);
+      # - test_cli_mistakes: one fresh interpreter per mistake in the CLI's
+      #   arguments or environment, refused with one line by Python code;
+      #   the native code the children reach (the import, the bridge's
+      #   variables) test_bridge_paths takes under ASan too (229 s).
+      # The main stage runs them on both torches.
       files=()
       # shellcheck disable=SC2086
       for file in ${TF_HARDENING_ASAN_PYTEST:-tests/python/test_*.py}; do
         case "$(basename "$file")" in
-          test_check.py | test_kit.py | test_kit_sdk.py) [ -n "${TF_HARDENING_ASAN_PYTEST:-}" ] || continue ;;
+          test_check.py | test_kit.py | test_kit_sdk.py | test_gpu_check_cases.py | test_cli_mistakes.py)
+            [ -n "${TF_HARDENING_ASAN_PYTEST:-}" ] || continue ;;
+          test_hostile_inputs.py) continue ;;
         esac
         files+=("$file")
       done
-      # Two files at a time (one per core): an instrumented run is CPU-bound,
-      # and a file is its own process, so they do not share state.
-      declare -A running=()
-      for file in "${files[@]}"; do
-        while [ "${#running[@]}" -ge "$ASAN_JOBS" ]; do
-          wait -n -p pid
-          wait "$pid" || failed "${running[$pid]} under ASan+UBSan"
-          unset "running[$pid]"
-        done
-        name="$(basename "$file" .py)"
-        logged "asan-$name" asan_python -m pytest -q -p no:cacheprovider \
-          --junitxml="$OUT/asan-pytest-$name.xml" "$file" &
-        running[$!]="$file"
-      done
-      for pid in "${!running[@]}"; do
-        wait "$pid" || failed "${running[$pid]} under ASan+UBSan"
-      done
-      read -r ASAN_PY_TESTS ASAN_PY_FAILED < <("$PY" "$HERE/junit_count.py" "$OUT"/asan-pytest-*.xml)
+      # pytest-xdist, one worker per core (an instrumented run is CPU-bound),
+      # a file to a worker at a time (so a module's fixtures run once): two
+      # interpreters under ASan instead of one per file saves their start
+      # and collection. A worker that crashes fails its test and is replaced,
+      # so a crash hides nothing else. The hostile inputs run alone, for
+      # their tally, which a worker would keep to itself.
+      if [ ${#files[@]} -gt 0 ]; then
+        logged asan-pytest asan_python -m pytest -q -p no:cacheprovider -n "$ASAN_JOBS" --dist loadfile \
+          --junitxml="$OUT/asan-pytest.xml" "${files[@]}" || failed "tests/python under ASan+UBSan"
+      fi
+      if [ -z "${TF_HARDENING_ASAN_PYTEST:-}" ] || [[ " ${TF_HARDENING_ASAN_PYTEST} " == *test_hostile_inputs.py* ]]; then
+        logged asan-test_hostile_inputs asan_python -m pytest -q -p no:cacheprovider \
+          --junitxml="$OUT/asan-pytest-hostile.xml" tests/python/test_hostile_inputs.py \
+          || failed "tests/python/test_hostile_inputs.py under ASan+UBSan"
+      fi
+      read -r ASAN_PY_TESTS ASAN_PY_FAILED < <("$PY" "$HERE/junit_count.py" "$OUT"/asan-pytest*.xml)
       HOSTILE_PYTEST_LINE="$(grep -h '^hostile inputs: ' "$LOGS/asan-test_hostile_inputs.log" 2>/dev/null | tail -n 1)"
     fi
     # The conformance kit over the plugins the ASan build installed: every

@@ -47,7 +47,7 @@ PATH="$ccache_path$PATH" "$venv/bin/python" -m torchferry build-aten --out "$plu
 
 say "compat tests against the installed wheel"
 cd /src
-"$venv/bin/python" -m pytest -q -p no:cacheprovider -n 2 "$@"
+"$venv/bin/python" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile "$@"
 "$venv/bin/python" -c '
 import sys, torch
 from torchferry import bridge
