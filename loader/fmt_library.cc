@@ -1,8 +1,8 @@
 // fmt's implementation, compiled once for everything that formats text
 // (loader, core, their tests): what fmt's own src/format.cc holds, for the
 // fmt releases the supported Debian releases ship (9.1 in Debian 12, 10.1 in
-// Debian 13, 11.1 and 12.x in unstable). The meson.build beside this file
-// falls back to header-only fmt for any other release.
+// Debian 13, 11.1 and 12.x in unstable). The top-level meson.build falls
+// back to header-only fmt for any other release.
 //
 // Why not header-only everywhere: then every file that calls fmt::format
 // compiles fmt's formatting machinery again, 2-7 s a file, in each of the
@@ -11,11 +11,23 @@
 // plugins export no fmt.
 #include <fmt/format-inl.h>
 
+// Whether this fmt formats with std::locale, as its format.cc asks.
+#if FMT_VERSION >= 110000
+#define TF_FMT_LOCALE FMT_USE_LOCALE
+#elif defined(FMT_STATIC_THOUSANDS_SEPARATOR)
+#define TF_FMT_LOCALE 0
+#else
+#define TF_FMT_LOCALE 1
+#endif
+// fmt 12 moved locale_ref out of fmt::detail.
+#define TF_FMT_LOCALE_REF                                          \
+  template FMT_API locale_ref::locale_ref(const std::locale& loc); \
+  template FMT_API auto locale_ref::get<std::locale>() const->std::locale;
+
 FMT_BEGIN_NAMESPACE
 
-#if FMT_VERSION >= 120000 && FMT_USE_LOCALE
-template FMT_API locale_ref::locale_ref(const std::locale& loc);
-template FMT_API auto locale_ref::get<std::locale>() const -> std::locale;
+#if FMT_VERSION >= 120000 && TF_FMT_LOCALE
+TF_FMT_LOCALE_REF
 #endif
 
 namespace detail {
@@ -25,12 +37,8 @@ template FMT_API auto dragonbox::to_decimal(float x) noexcept
 template FMT_API auto dragonbox::to_decimal(double x) noexcept
     -> dragonbox::decimal_fp<double>;
 
-#if FMT_VERSION < 110000 && !defined(FMT_STATIC_THOUSANDS_SEPARATOR)
-template FMT_API locale_ref::locale_ref(const std::locale& loc);
-template FMT_API auto locale_ref::get<std::locale>() const -> std::locale;
-#elif FMT_VERSION >= 110000 && FMT_VERSION < 120000 && FMT_USE_LOCALE
-template FMT_API locale_ref::locale_ref(const std::locale& loc);
-template FMT_API auto locale_ref::get<std::locale>() const -> std::locale;
+#if FMT_VERSION < 120000 && TF_FMT_LOCALE
+TF_FMT_LOCALE_REF
 #endif
 
 template FMT_API auto thousands_sep_impl(locale_ref)
