@@ -322,7 +322,7 @@ inline bool Product(const float* a, GemmOperand as, const float* b,
                     GemmOperand bs, float* c, GemmOperand cs, int64_t m,
                     int64_t k, int64_t n) {
   return GemmRows(a, as, b, bs, c, cs, m, k, n, n) ||
-         Gemm(a, as, b, bs, c, cs, m, k, n);
+         Gemm(a, as, b, bs, c, cs, m, k, n, m);
 }
 
 // Rows [i0, i0 + qb) of one head; false, with some of its rows written, if

@@ -79,10 +79,21 @@ bool Canonical(GemmOperand s, int64_t rows, int64_t cols, inc_t* rs,
   return true;
 }
 
+// BLIS's blocked path alone (gemm.h says why), for every call.
+rntm_t* NoSmallKernels() {
+  static rntm_t rntm = [] {
+    rntm_t r;
+    bli_rntm_init_from_global(&r);
+    bli_rntm_disable_l3_sup(&r);
+    return r;
+  }();
+  return &rntm;
+}
+
 template <typename T, typename Fn, typename GemvFn>
 bool Run(Fn fn, GemvFn gemv, const T* a, GemmOperand as, const T* b,
-         GemmOperand bs, T* c, GemmOperand cs, int64_t m, int64_t k,
-         int64_t n) {
+         GemmOperand bs, T* c, GemmOperand cs, int64_t m, int64_t k, int64_t n,
+         int64_t whole_m) {
   inc_t rsa, csa, rsb, csb, rsc, csc;
   if (!Canonical(as, m, k, &rsa, &csa) || !Canonical(bs, k, n, &rsb, &csb) ||
       !Canonical(cs, m, n, &rsc, &csc)) {
@@ -92,7 +103,7 @@ bool Run(Fn fn, GemvFn gemv, const T* a, GemmOperand as, const T* b,
   T zero = 0;
   // BLIS's 0.9 API takes non-const pointers to its inputs; it only reads
   // them.
-  if (m == 1 && k > 0) {
+  if (whole_m == 1 && k > 0) {
     // One row (a decode step's linear): BLIS's gemm packs all of b for it,
     // a copy never reused, and is 5-7x slower than gemv, which reads b
     // once in place. c = a b is c^T = b^T a^T: b^T has b's strides swapped.
@@ -104,20 +115,24 @@ bool Run(Fn fn, GemvFn gemv, const T* a, GemmOperand as, const T* b,
   fn(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, static_cast<dim_t>(m),
      static_cast<dim_t>(n), static_cast<dim_t>(k), &one, const_cast<T*>(a), rsa,
      csa, const_cast<T*>(b), rsb, csb, &zero, c, rsc, csc,
-     m >= kWideRows ? WideContext() : nullptr, nullptr);
+     whole_m >= kWideRows ? WideContext() : nullptr, NoSmallKernels());
   return true;
 }
 
 }  // namespace
 
 bool Gemm(const float* a, GemmOperand as, const float* b, GemmOperand bs,
-          float* c, GemmOperand cs, int64_t m, int64_t k, int64_t n) {
-  return Run(&bli_sgemm_ex, &bli_sgemv_ex, a, as, b, bs, c, cs, m, k, n);
+          float* c, GemmOperand cs, int64_t m, int64_t k, int64_t n,
+          int64_t whole_m) {
+  return Run(&bli_sgemm_ex, &bli_sgemv_ex, a, as, b, bs, c, cs, m, k, n,
+             whole_m);
 }
 
 bool Gemm(const double* a, GemmOperand as, const double* b, GemmOperand bs,
-          double* c, GemmOperand cs, int64_t m, int64_t k, int64_t n) {
-  return Run(&bli_dgemm_ex, &bli_dgemv_ex, a, as, b, bs, c, cs, m, k, n);
+          double* c, GemmOperand cs, int64_t m, int64_t k, int64_t n,
+          int64_t whole_m) {
+  return Run(&bli_dgemm_ex, &bli_dgemv_ex, a, as, b, bs, c, cs, m, k, n,
+             whole_m);
 }
 
 }  // namespace torchferry::cpu

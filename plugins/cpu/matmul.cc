@@ -519,10 +519,13 @@ inline void DotRowStreamed(const float* a, int64_t k, const float* b,
 template <typename Isa, typename V, typename T>
 inline void DotColumns(const float* a, int64_t a_row, int64_t m, int64_t k,
                        const T* b, int64_t b_col, T* out, Strided2d os,
-                       int64_t n) {
+                       int64_t n, int64_t whole_n) {
   constexpr int RT = kDotTileRows<V>;
   if constexpr (std::is_same_v<T, float> && sizeof(V) == 32) {
-    const int64_t b_bytes = n * b_col * int64_t{sizeof(float)};
+    // Chosen on the whole product's b, not this block's: the two loops sum
+    // in different orders, and every block of a split product must sum as
+    // the unsplit one does.
+    const int64_t b_bytes = whole_n * b_col * int64_t{sizeof(float)};
     if (m == 1 && b_bytes >= kRowStreamMinBytes &&
         b_bytes <= kRowStreamMaxBytes) {
       DotRowStreamed<V>(a, k, b, b_col, out, os.cols, n);
@@ -567,10 +570,10 @@ inline void DotColumns(const float* a, int64_t a_row, int64_t m, int64_t k,
 template <typename Isa, typename V, typename T>
 inline void MatmulDots(const T* a, Strided2d as, const T* b, int64_t b_col,
                        T* out, Strided2d os, int64_t m, int64_t k, int64_t n,
-                       float* wide) {
+                       int64_t whole_n, float* wide) {
   if constexpr (std::is_same_v<T, float>) {
     if (as.cols == 1) {  // read in place
-      DotColumns<Isa, V>(a, as.rows, m, k, b, b_col, out, os, n);
+      DotColumns<Isa, V>(a, as.rows, m, k, b, b_col, out, os, n, whole_n);
       return;
     }
   }
@@ -586,7 +589,7 @@ inline void MatmulDots(const T* a, Strided2d as, const T* b, int64_t b_col,
       wide[i * k + p] = static_cast<float>(Load(row[p * as.cols]));
     }
   }
-  DotColumns<Isa, V>(wide, k, m, k, b, b_col, out, os, n);
+  DotColumns<Isa, V>(wide, k, m, k, b, b_col, out, os, n, whole_n);
 }
 
 template <typename T>
@@ -594,16 +597,15 @@ TF_CPU_AVX2 TF_CPU_FLATTEN void MatmulDotsAvx2(const T* a, Strided2d as,
                                                const T* b, int64_t b_col,
                                                T* out, Strided2d os, int64_t m,
                                                int64_t k, int64_t n,
-                                               float* wide) {
-  MatmulDots<Avx2Isa, Float8>(a, as, b, b_col, out, os, m, k, n, wide);
+                                               int64_t whole_n, float* wide) {
+  MatmulDots<Avx2Isa, Float8>(a, as, b, b_col, out, os, m, k, n, whole_n, wide);
 }
 template <typename T>
-TF_CPU_AVX512 TF_CPU_FLATTEN void MatmulDotsAvx512(const T* a, Strided2d as,
-                                                   const T* b, int64_t b_col,
-                                                   T* out, Strided2d os,
-                                                   int64_t m, int64_t k,
-                                                   int64_t n, float* wide) {
-  MatmulDots<Avx512Isa, F32x16>(a, as, b, b_col, out, os, m, k, n, wide);
+TF_CPU_AVX512 TF_CPU_FLATTEN void MatmulDotsAvx512(
+    const T* a, Strided2d as, const T* b, int64_t b_col, T* out, Strided2d os,
+    int64_t m, int64_t k, int64_t n, int64_t whole_n, float* wide) {
+  MatmulDots<Avx512Isa, F32x16>(a, as, b, b_col, out, os, m, k, n, whole_n,
+                                wide);
 }
 
 // MatmulDots at the active tier (AVX2 or above), a widened on the stack or
@@ -611,7 +613,7 @@ TF_CPU_AVX512 TF_CPU_FLATTEN void MatmulDotsAvx512(const T* a, Strided2d as,
 // (out of memory only costs the speed: the caller's panels take it).
 template <typename T>
 bool Dots(const T* a, Strided2d as, const T* b, int64_t b_col, T* out,
-          Strided2d os, int64_t m, int64_t k, int64_t n) {
+          Strided2d os, int64_t m, int64_t k, int64_t n, int64_t whole_n) {
   float on_stack[kDotStackFloats];
   std::unique_ptr<float[]> heap;
   float* wide = on_stack;
@@ -622,9 +624,9 @@ bool Dots(const T* a, Strided2d as, const T* b, int64_t b_col, T* out,
     if (wide == nullptr) return false;
   }
   if (ActiveTier() == Tier::kAvx512) {
-    MatmulDotsAvx512<T>(a, as, b, b_col, out, os, m, k, n, wide);
+    MatmulDotsAvx512<T>(a, as, b, b_col, out, os, m, k, n, whole_n, wide);
   } else {
-    MatmulDotsAvx2<T>(a, as, b, b_col, out, os, m, k, n, wide);
+    MatmulDotsAvx2<T>(a, as, b, b_col, out, os, m, k, n, whole_n, wide);
   }
   return true;
 }
@@ -756,13 +758,13 @@ void Product(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
     const int64_t most = avx512 ? kDotRowsAvx512Float : kDotRows;
     if (bs.rows == 1 && whole.m <= most && dots &&
         ActiveTier() != Tier::kBaseline &&
-        Dots<T>(a, as, b, bs.cols, out, os, m, k, n)) {
+        Dots<T>(a, as, b, bs.cols, out, os, m, k, n, whole.n)) {
       return;
     }
   }
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     if (Gemm(a, {as.rows, as.cols}, b, {bs.rows, bs.cols}, out,
-             {os.rows, os.cols}, m, k, n)) {
+             {os.rows, os.cols}, m, k, n, whole.m)) {
       return;
     }
   }
@@ -777,7 +779,7 @@ void Product(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
           return;
         }
         if (bs.rows == 1 && whole.m <= kDotRows &&
-            Dots<T>(a, as, b, bs.cols, out, os, m, k, n)) {
+            Dots<T>(a, as, b, bs.cols, out, os, m, k, n, whole.n)) {
           return;
         }
       }

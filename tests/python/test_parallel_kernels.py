@@ -8,6 +8,8 @@ vector loop differently, would show. With torch.set_num_threads(1) the
 kernels run on the calling thread alone."""
 
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -84,6 +86,10 @@ def case(op, dt):
     if op == "matmul_batch":
         a, b = make((3, 100, 256), dt), make((3, 256, 301), dt)
         return (lambda: ops.matmul(a, b)), REFERENCES["matmul"](a, b), False
+    if op.startswith("matmul_rows_"):  # row blocks of 96 and a last one of 1 or 8
+        m = {"matmul_rows_97": 97, "matmul_rows_200": 200}[op]
+        a, b = make((m, 256), dt), make((256, 61), dt)
+        return (lambda: ops.matmul(a, b)), REFERENCES["matmul"](a, b), False
     if op in ("rotary", "rotary_interleaved"):  # rows of a [B, H, L, D] x
         x = make((2, 13, 97, 130), dt)  # 2522 rows, a partial rotary dim
         cos, sin = make((1, 1, 97, 61), dt), make((1, 1, 97, 61), dt)
@@ -132,7 +138,7 @@ OPS = [
     "abs", "neg", "exp", "silu", "add", "mul", "add_strided", "add_broadcast", "clamp", "cast",
     "silu_and_mul", "rms_norm", "add_rms_norm", "softmax", "softmax_dim0",
     "linear_1", "linear_8", "linear_64", "matmul_kn_1", "matmul_kn_3", "matmul_kn_8",
-    "matmul_kn_13", "matmul_rows", "matmul_batch",
+    "matmul_kn_13", "matmul_rows", "matmul_batch", "matmul_rows_97", "matmul_rows_200",
     "rotary", "rotary_interleaved", "rotary_strided", "embedding", "embedding_strided",
     "cat", "cat_dim0", "cat_strided", "stack", "stack_strided",
     "attention", "attention_causal", "attention_decode",
@@ -167,6 +173,43 @@ def test_results_do_not_depend_on_the_thread_count(op, dtype, restore_threads):
         if op.startswith(("linear", "matmul")) and got.element_size() == 4:
             tol = 1e-4  # sums of 256 to 1024 products, in another order
         torch.testing.assert_close(got, expected, rtol=tol, atol=tol)
+
+
+PRODUCTS = [op for op in OPS if op.startswith(("linear", "matmul", "attention"))]
+PRODUCT_DTYPES = ["float32", "float64", "bfloat16", "float16"]
+EVERY_TIER = '''
+import sys, torch
+sys.path.insert(0, sys.argv[1])
+from test_parallel_kernels import PRODUCTS, PRODUCT_DTYPES, THREADS, case
+for op in PRODUCTS:
+    for name in PRODUCT_DTYPES:
+        torch.manual_seed(0)
+        call = case(op, getattr(torch, name))[0]
+        results = []
+        for n in THREADS:
+            torch.set_num_threads(n)
+            results.append(call())
+        for n, got in zip(THREADS[1:], results[1:]):
+            if not torch.equal(got, results[0]):
+                differ = int((got != results[0]).sum())
+                print(f"{op} {name}: {differ} of {got.numel()} elements differ at {n} threads")
+print("done")
+'''
+
+
+@pytest.mark.parametrize("tier", ["baseline", "avx2", ""])
+def test_products_do_not_depend_on_the_thread_count_at_every_tier(tier):
+    """The products choose their path (BLIS, its gemv, the dot products
+    and their streamed form, GemmRows' tiles) from the whole product, never
+    from a thread's share of it, on every instruction-set tier this CPU can
+    run (TORCHFERRY_CPU_ISA caps it; "" is the CPU's best) and in float64
+    too: a choice made on the share showed only on some CPUs (AVX2 without
+    AVX-512, BLIS's zen3 kernels)."""
+    env = dict(os.environ, TORCHFERRY_CPU_ISA=tier)
+    run = subprocess.run([sys.executable, "-c", EVERY_TIER, os.path.dirname(__file__)],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and run.stdout.endswith("done\n"), run.stderr[-3000:]
+    assert run.stdout == "done\n", f"at TORCHFERRY_CPU_ISA={tier!r}:\n{run.stdout}"
 
 
 def cpu_seconds_by_thread():
