@@ -2,7 +2,13 @@
 # The hardening stage of `./dev test`: proves that the bridge, the loader and
 # the plugins break nothing, in 22 - 29 minutes on two cores.
 #
-#   tests/hardening/run.sh BUILD_VENV [TEST_VENV...]
+#   tests/hardening/run.sh [--builds-only] BUILD_VENV [TEST_VENV...]
+#
+# --builds-only: the three sanitizer builds and nothing else (their logs in
+# build/hardening/early-logs/). ./dev test starts such a run, at the lowest
+# priority, as soon as BUILD_VENV is ready, so that the builds take the time
+# the cores would otherwise sit idle; the full run waits for it, then finds
+# its builds done.
 #
 # BUILD_VENV is the environment whose meson, ninja and Python build the
 # sanitizer variants; TEST_VENVs (default: BUILD_VENV) hold a normal
@@ -35,6 +41,11 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 HERE="$ROOT/tests/hardening"
 cd "$ROOT"
+BUILDS_ONLY=0
+if [ "${1:-}" = --builds-only ]; then
+  BUILDS_ONLY=1
+  shift
+fi
 if [ $# -lt 1 ]; then
   sed -n '2,/^set /p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
   exit 2
@@ -47,7 +58,12 @@ TEST_VENVS=("$@")
 OUT="$ROOT/build/hardening"
 LOGS="$OUT/logs"
 REPORTS="$OUT/reports"
-rm -rf "$LOGS" "$REPORTS" "$OUT/summary.txt" "$OUT"/hostile-*.txt
+if [ $BUILDS_ONLY = 1 ]; then
+  LOGS="$OUT/early-logs"
+  rm -rf "$LOGS"
+else
+  rm -rf "$LOGS" "$REPORTS" "$OUT/summary.txt" "$OUT"/hostile-*.txt
+fi
 mkdir -p "$LOGS" "$REPORTS"
 FUZZ_SECONDS="${TF_HARDENING_FUZZ_SECONDS:-0}"
 # The gate's seed: the same seeds, seed and runs explore the same inputs on
@@ -114,13 +130,14 @@ if command -v ccache >/dev/null; then SAN_CC="ccache clang" SAN_CXX="ccache clan
 # Recoverable, so that a Python run can log every report and go on (the C++
 # tests still stop at the first: halt_on_error=1 there).
 SAN_FLAGS="-fno-omit-frame-pointer -gline-tables-only -fsanitize-recover=address"
-# bench/native/tvm_peer.cc expands a macro of tvm_ffi's headers that clang
-# (unlike gcc) warns about in our file; the sanitizer builds have no use for
-# the bench, but meson builds it with the extension.
-SAN_CXX_FLAGS="$SAN_FLAGS -Wno-error=unused-parameter"
-COMMON_SETUP=(-Dtests=true -Daten=disabled -Dcuda=disabled -Db_lundef=false)
+# No bench peers: the sanitizer builds never run the bench.
+COMMON_SETUP=(-Dtests=true -Daten=disabled -Dcuda=disabled -Dbench_peers=false -Db_lundef=false)
 
 # --- builds ------------------------------------------------------------------
+# One run builds at a time: a full run waits here for a --builds-only run
+# still going (./dev test starts one early, at the lowest priority).
+exec 7>"$OUT/builds.lock"
+flock 7
 say "ASan+UBSan build (build/asan, installed into build/asan-site)"
 ASAN_BUILD_OK=1
 logged build-asan env CC="$SAN_CC" CXX="$SAN_CXX" "$PY" -m pip install --no-build-isolation \
@@ -128,8 +145,9 @@ logged build-asan env CC="$SAN_CC" CXX="$SAN_CXX" "$PY" -m pip install --no-buil
   -Cbuild-dir="$ROOT/build/asan" \
   -Csetup-args=-Dtests=true -Csetup-args=-Dhardening=true \
   -Csetup-args=-Daten=disabled -Csetup-args=-Dcuda=disabled \
+  -Csetup-args=-Dbench_peers=false \
   -Csetup-args=-Db_sanitize=address,undefined -Csetup-args=-Db_lundef=false \
-  "-Csetup-args=-Dc_args=$SAN_FLAGS" "-Csetup-args=-Dcpp_args=$SAN_CXX_FLAGS" \
+  "-Csetup-args=-Dc_args=$SAN_FLAGS" "-Csetup-args=-Dcpp_args=$SAN_FLAGS" \
   "$ROOT" || { ASAN_BUILD_OK=0; failed "the ASan+UBSan build"; }
 
 # Sets a build folder up with clang, or brings an existing one's options to
@@ -159,10 +177,17 @@ FUZZ_BUILD_OK=1
   logged setup-fuzz configure build/fuzz "${COMMON_SETUP[@]}" \
     -Dsanitize_fuzz=true -Db_sanitize=address,undefined \
     "-Dc_args=$SAN_FLAGS -fsanitize=fuzzer-no-link" \
-    "-Dcpp_args=$SAN_CXX_FLAGS -fsanitize=fuzzer-no-link" &&
+    "-Dcpp_args=$SAN_FLAGS -fsanitize=fuzzer-no-link" &&
     logged build-fuzz meson compile -C build/fuzz fuzz_descriptor fuzz_call_args \
       fuzz_dlpack_import fuzz_schema torchferry_cpu torchferry_example_c
 } || { FUZZ_BUILD_OK=0; failed "the libFuzzer build"; }
+
+exec 7>&-
+if [ $BUILDS_ONLY = 1 ]; then
+  say "builds: $((SECONDS - START)) s, ${#FAILED[@]} failed (logs: build/hardening/early-logs)"
+  [ ${#FAILED[@]} -eq 0 ]
+  exit
+fi
 
 # --- ASan + UBSan ------------------------------------------------------------
 # One file per report: log_path makes every report countable, whoever ran it.
