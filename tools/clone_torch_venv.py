@@ -29,18 +29,25 @@ from pip._vendor.packaging.utils import canonicalize_name
 
 
 def closure(root):
-    """The distributions `root` needs, itself included, by canonical name."""
-    seen, todo = {}, [root]
+    """The distributions `root` needs, itself included, by canonical name:
+    what their metadata requires for this interpreter, with the extras each
+    requirement names (torch 2.14's `cuda-toolkit[cufile, ...]` is where its
+    CUDA libraries come from)."""
+    seen, extras_done, todo = {}, {}, [(root, frozenset())]
     while todo:
-        name = canonicalize_name(todo.pop())
-        if name in seen:
+        text_name, extras = todo.pop()
+        name = canonicalize_name(text_name)
+        done = extras_done.setdefault(name, set())
+        if name in seen and extras <= done:
             continue
-        dist = md.distribution(name)
+        dist = seen.get(name) or md.distribution(name)
         seen[name] = dist
+        done |= extras
+        wanted = {""} | {canonicalize_name(e) for e in done}
         for text in dist.requires or []:
             req = Requirement(text)
-            if req.marker is None or req.marker.evaluate({"extra": ""}):
-                todo.append(req.name)
+            if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in wanted):
+                todo.append((req.name, frozenset(req.extras)))
     return seen
 
 
