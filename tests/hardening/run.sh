@@ -192,6 +192,11 @@ fi
 # --- ASan + UBSan ------------------------------------------------------------
 # One file per report: log_path makes every report countable, whoever ran it.
 UBSAN_ENV="print_stacktrace=1"
+# Meson's per-test limits (30 s unless a test sets its own) are sized for the
+# plain builds; instrumented code runs 2-5x slower, and the C++ tests run two
+# at a time beside whatever else the machine does: the cpu matmul suite, 21 s
+# alone under ASan on a 2-core zen3, passed 30 s in a loaded run and was killed.
+SAN_TIMEOUT_MULTIPLIER=5
 ASAN_CPP_TESTS="?"
 ASAN_PY_TESTS=0
 ASAN_PY_FAILED=0
@@ -201,7 +206,7 @@ if [ $ASAN_BUILD_OK = 1 ]; then
   ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=1:log_path=$REPORTS/asan-cpp" \
   UBSAN_OPTIONS="$UBSAN_ENV:halt_on_error=1:log_path=$REPORTS/ubsan-cpp" \
     logged asan-cpp meson test -C build/asan --no-rebuild --print-errorlogs --num-processes 2 \
-    || failed "C++ tests under ASan+UBSan"
+    --timeout-multiplier "$SAN_TIMEOUT_MULTIPLIER" || failed "C++ tests under ASan+UBSan"
   ASAN_CPP_TESTS="$(grep -cE '^ *[0-9]+/[0-9]+ .* OK ' "$LOGS/asan-cpp.log")"
   BROKEN_LINE="$(grep -h '^broken plugins:' build/asan/meson-logs/testlog.txt | tail -n 1)"
   grep -h '^FAIL ' build/asan/meson-logs/testlog.txt | sed 's/^/  /' >&2 || true
@@ -300,9 +305,9 @@ if [ $TSAN_BUILD_OK = 1 ]; then
   say "loader and registry tests under TSan"
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$REPORTS/tsan"
   logged tsan-loader meson test -C build/tsan --no-rebuild --print-errorlogs --num-processes 2 \
-    --suite loader || failed "loader tests under TSan"
+    --timeout-multiplier "$SAN_TIMEOUT_MULTIPLIER" --suite loader || failed "loader tests under TSan"
   logged tsan-registry meson test -C build/tsan --no-rebuild --print-errorlogs \
-    "hardening registry threads" || failed "registry threads under TSan"
+    --timeout-multiplier "$SAN_TIMEOUT_MULTIPLIER" "hardening registry threads" || failed "registry threads under TSan"
   threads_text="$(grep -ho 'registry threads: [^,]*' build/tsan/meson-logs/testlog.txt | head -n 1)"
   unset TSAN_OPTIONS
   n_tsan=$(reports tsan)
