@@ -79,15 +79,17 @@ bool Canonical(GemmOperand s, int64_t rows, int64_t cols, inc_t* rs,
   return true;
 }
 
-// BLIS's blocked path alone (gemm.h says why), for every call.
-rntm_t* NoSmallKernels() {
-  static rntm_t rntm = [] {
+// BLIS's blocked path alone (gemm.h says why). The settings are read once;
+// each call hands BLIS its own copy, because the API takes the runtime by a
+// non-const pointer and product shares run on several threads at once.
+rntm_t NoSmallKernels() {
+  static const rntm_t settings = [] {
     rntm_t r;
     bli_rntm_init_from_global(&r);
     bli_rntm_disable_l3_sup(&r);
     return r;
   }();
-  return &rntm;
+  return settings;
 }
 
 template <typename T, typename Fn, typename GemvFn>
@@ -101,6 +103,7 @@ bool Run(Fn fn, GemvFn gemv, const T* a, GemmOperand as, const T* b,
   }
   T one = 1;
   T zero = 0;
+  rntm_t runtime = NoSmallKernels();
   // BLIS's 0.9 API takes non-const pointers to its inputs; it only reads
   // them.
   if (whole_m == 1 && k > 0) {
@@ -115,7 +118,7 @@ bool Run(Fn fn, GemvFn gemv, const T* a, GemmOperand as, const T* b,
   fn(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, static_cast<dim_t>(m),
      static_cast<dim_t>(n), static_cast<dim_t>(k), &one, const_cast<T*>(a), rsa,
      csa, const_cast<T*>(b), rsb, csb, &zero, c, rsc, csc,
-     whole_m >= kWideRows ? WideContext() : nullptr, NoSmallKernels());
+     whole_m >= kWideRows ? WideContext() : nullptr, &runtime);
   return true;
 }
 
