@@ -241,13 +241,21 @@ if [ $ASAN_BUILD_OK = 1 ]; then
       # - test_cli_mistakes: one fresh interpreter per mistake in the CLI's
       #   arguments or environment, refused with one line by Python code;
       #   the native code the children reach (the import, the bridge's
-      #   variables) test_bridge_paths takes under ASan too (229 s).
+      #   variables) test_bridge_paths takes under ASan too (229 s);
+      # - test_entry_points: which distributions' entry points Python's
+      #   importlib finds and how each is refused, in dozens of child
+      #   interpreters; what reaches native code is a plugin path, which
+      #   test_reliability_loader and the loader's Catch2 tests hand the
+      #   loader in every bad form here (246 s);
+      # - test_bench_threads: the benchmark's thread columns, timing loops of
+      #   Python over kernels test_parallel_kernels checks here (64 s).
       # The main stage runs them on both torches.
       files=()
       # shellcheck disable=SC2086
       for file in ${TF_HARDENING_ASAN_PYTEST:-tests/python/test_*.py}; do
         case "$(basename "$file")" in
-          test_check.py | test_kit.py | test_kit_sdk.py | test_gpu_check_cases.py | test_cli_mistakes.py)
+          test_check.py | test_kit.py | test_kit_sdk.py | test_gpu_check_cases.py | test_cli_mistakes.py | \
+            test_entry_points.py | test_bench_threads.py)
             [ -n "${TF_HARDENING_ASAN_PYTEST:-}" ] || continue ;;
           test_hostile_inputs.py) continue ;;
         esac
