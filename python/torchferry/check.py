@@ -21,11 +21,9 @@ checker for every device. bench/gpu/check_ops.py runs it first and then what
 only a GPU shows (user streams, a second GPU, more than 2^31 elements),
 judging its own calls with run_calls, as a case here is judged.
 
-Kernels run in child processes: --jobs children at once (default one per
-core, at most 8), each running its share of the kernels in turn, and a
-kernel that crashes one (or hangs past --timeout) is reported by name, with
-the case it was running, and the next child goes on from the next kernel of
-that share.
+Kernels run in child processes: one child runs the kernels in turn, and a
+kernel that crashes it (or hangs past --timeout) is reported by name, with
+the case it was running, and the next child goes on from the next kernel.
 Every case draws its values from a generator seeded from --seed, the op,
 the dtype and the kind, so the repro line printed for a failure runs the
 same case again. A child's reports travel on a pipe of their own, not its
@@ -35,7 +33,6 @@ when no case was checked (every kernel unsupported, without a reference or
 without an applicable case), 2 for bad arguments.
 """
 
-import concurrent.futures
 import json
 import os
 import selectors
@@ -462,7 +459,7 @@ def _list(spec, env, timeout):
 
 
 def run_check(plugin, ops=None, device="cpu", seed=0, references=(), kinds=None, dtypes=None,
-              timeout=120.0, out=sys.stdout, jobs=None):
+              timeout=120.0, out=sys.stdout):
     """Checks `plugin`; returns the report (a dict) that --json writes."""
     from . import check_cases
 
@@ -514,46 +511,10 @@ def run_check(plugin, ops=None, device="cpu", seed=0, references=(), kinds=None,
     kinds = list(kinds or check_cases.CASE_KINDS)
     report["kinds"] = kinds
     report["kernels"] = [list(k) for k in kernels]
-    # Shares of the kernels, dealt in turn so that each holds every op's
-    # cheap and costly dtypes alike, run in children side by side; the table
-    # is the same whatever the count, since every case's values come from its
-    # own seed and the results are put back in the kernels' order.
-    jobs = max(1, min(jobs or default_jobs(), len(kernels)))
-    shares = [list(range(len(kernels)))[i::jobs] for i in range(jobs)]
-    base = {**spec, "mode": "run", "kinds": kinds, "seed": seed, "references": refs}
-    if jobs == 1:
-        results = _run_share(base, env, timeout, kernels, shares[0])
-    else:
-        with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-            done = pool.map(lambda share: _run_share(base, env, timeout, kernels, share), shares)
-            results = [r for share_results in done for r in share_results]
-    order = {kind: i for i, kind in enumerate(kinds)}
-    results.sort(key=lambda r: (r["index"], order.get(r["kind"], -1)))
-    report["results"].extend(results)
-    _add_missing(report, kernels, kinds)
-    report["checked"] = sum(r["status"] == "pass" for r in report["results"])
-    report["ok"] = report["checked"] > 0 and not any(r["status"] in FAILING for r in report["results"])
-    return report
-
-
-def default_jobs():
-    """Children a check runs at once: one per core this process may use, at
-    most 8 (each holds torch, a few hundred MB)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 8))
-
-
-def _run_share(base, env, timeout, kernels, share):
-    """The results of the kernels at indices `share`, run in turn by one
-    child; a child that crashes or hangs is reported against the kernel and
-    case it was running, and the next child goes on from the next kernel."""
-    results = []
     start = 0
-    while start < len(share):
-        run_spec = {**base, "kernels": [kernels[i] for i in share], "start": start}
+    while start < len(kernels):
+        run_spec = {**spec, "mode": "run", "kernels": kernels, "start": start, "kinds": kinds, "seed": seed,
+                    "references": refs}
         current = None  # the case started and not finished
         last_kernel = start
         done = False
@@ -563,12 +524,11 @@ def _run_share(base, env, timeout, kernels, share):
                 if done:
                     break
                 why = _exit_text(code, hung, timeout)
-                crashed = current or {"op": kernels[share[last_kernel]][0], "device": kernels[share[last_kernel]][1],
-                                      "dtype": kernels[share[last_kernel]][2], "kind": "(loading)",
+                crashed = current or {"op": kernels[last_kernel][0], "device": kernels[last_kernel][1],
+                                      "dtype": kernels[last_kernel][2], "kind": "(loading)",
                                       "seed": None, "index": last_kernel}
-                results.append({**crashed, "type": "case", "status": "hang" if hung else "crash",
-                                "index": share[crashed["index"]],
-                                "detail": why + (f"; stderr: {err.strip()[-300:]}" if err.strip() else "")})
+                report["results"].append({**crashed, "type": "case", "status": "hang" if hung else "crash",
+                                          "detail": why + (f"; stderr: {err.strip()[-300:]}" if err.strip() else "")})
                 start = crashed["index"] + 1
                 break
             if record["type"] == "kernel":
@@ -577,14 +537,17 @@ def _run_share(base, env, timeout, kernels, share):
                 current = record
             elif record["type"] == "case":
                 current = None
-                results.append({**record, "index": share[record["index"]]})
+                report["results"].append(record)
             elif record["type"] == "done":
                 done = True
         else:
             break
         if done:
             break
-    return results
+    _add_missing(report, kernels, kinds)
+    report["checked"] = sum(r["status"] == "pass" for r in report["results"])
+    report["ok"] = report["checked"] > 0 and not any(r["status"] in FAILING for r in report["results"])
+    return report
 
 
 def _add_missing(report, kernels, kinds):
@@ -673,7 +636,7 @@ def main(args):
     try:
         report = run_check(args.plugin, ops=split(args.ops), device=args.device, seed=args.seed,
                            references=args.reference or (), kinds=kinds, dtypes=split(args.dtypes),
-                           timeout=args.timeout, jobs=args.jobs)
+                           timeout=args.timeout)
     except (ValueError, RuntimeError) as e:
         print(f"check: {e}".encode("utf-8", "backslashreplace").decode("utf-8"), file=sys.stderr)
         return 2

@@ -128,12 +128,6 @@ def build_parser():
         default=120.0,
         help="seconds a case may run before its kernel counts as hung (default 120)",
     )
-    check.add_argument(
-        "--jobs",
-        type=_positive_int,
-        default=None,
-        help="children that run kernels at once, each a share of them (default: one per core, at most 8)",
-    )
     build_aten = sub.add_parser(
         "build-aten",
         help="build the ATen fallback plugin for the torch this Python runs",
