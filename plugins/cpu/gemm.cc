@@ -103,7 +103,6 @@ bool Run(Fn fn, GemvFn gemv, const T* a, GemmOperand as, const T* b,
   }
   T one = 1;
   T zero = 0;
-  rntm_t runtime = NoSmallKernels();
   // BLIS's 0.9 API takes non-const pointers to its inputs; it only reads
   // them.
   if (whole_m == 1 && k > 0) {
@@ -115,6 +114,7 @@ bool Run(Fn fn, GemvFn gemv, const T* a, GemmOperand as, const T* b,
          const_cast<T*>(a), csa, &zero, c, csc, nullptr, nullptr);
     return true;
   }
+  rntm_t runtime = NoSmallKernels();
   fn(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, static_cast<dim_t>(m),
      static_cast<dim_t>(n), static_cast<dim_t>(k), &one, const_cast<T*>(a), rsa,
      csa, const_cast<T*>(b), rsb, csb, &zero, c, rsc, csc,
