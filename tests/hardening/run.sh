@@ -249,7 +249,8 @@ if [ $ASAN_BUILD_OK = 1 ]; then
       #   loader in every bad form here (246 s);
       # - test_bench_threads: the benchmark's thread columns, timing loops of
       #   Python over kernels test_parallel_kernels checks here (64 s).
-      # The main stage runs them on both torches.
+      # The main stage runs them on the default torch (dev's ONCE_TESTS
+      # holds the four that do not depend on the torch).
       files=()
       # shellcheck disable=SC2086
       for file in ${TF_HARDENING_ASAN_PYTEST:-tests/python/test_*.py}; do
