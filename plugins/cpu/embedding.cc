@@ -5,7 +5,6 @@
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <new>
 
@@ -13,6 +12,7 @@
 #include "dtype.h"
 #include "kernel_table.h"
 #include "parallel.h"
+#include "stream_copy.h"
 #include "words.h"
 
 namespace torchferry::cpu {
@@ -117,11 +117,12 @@ tf_status Gather(const tf_call* call, const tf_tensor& ids,
   W* dst = DataOf<W>(out);
   const int64_t out_step = out.strides[out.ndim - 1];
   const int64_t table_step = table.strides[1];
+  const bool stream = n * dim >= kStreamOutputBytes / int64_t{sizeof(W)};
   auto copy = [&](int64_t flat, int64_t, int64_t out_off) {
     const W* src = rows + checked[flat] * table.strides[0];
     W* row = dst + out_off;
     if (out_step == 1 && table_step == 1) {
-      std::memcpy(row, src, static_cast<size_t>(dim) * sizeof(W));
+      CopyBytes(row, src, static_cast<size_t>(dim) * sizeof(W), stream);
     } else {
       for (int64_t j = 0; j < dim; ++j) row[j * out_step] = src[j * table_step];
     }
@@ -132,6 +133,7 @@ tf_status Gather(const tf_call* call, const tf_tensor& ids,
   // so they split over the host's threads by id.
   ParallelFor(n, dim, [&](int64_t first, int64_t last) {
     ForEachIdIn(ids, out, first, last, copy);
+    if (stream) StreamFence();
   });
   return TF_OK;
 }

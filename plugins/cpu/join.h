@@ -5,9 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "parallel.h"
+#include "stream_copy.h"
 
 namespace torchferry::cpu {
 
@@ -25,6 +25,8 @@ void JoinRows(int64_t count, int64_t outer, size_t word, char* out,
   for (int64_t t = 0; t < count; ++t) row += block_of(t);
   if (row == 0 || outer == 0) return;
   constexpr int64_t kBlock = 4096;
+  const bool stream =
+      outer * row >= kStreamOutputBytes / static_cast<int64_t>(word);
   ParallelForBlocks(outer * row, kBlock, 1, [&](int64_t first, int64_t last) {
     int64_t i = first / row;
     int64_t at = first % row;  // where in row i the share starts
@@ -38,8 +40,8 @@ void JoinRows(int64_t count, int64_t outer, size_t word, char* out,
       if (n > 0) {
         const char* src =
             source_of(t) + static_cast<size_t>(i * len + (at - start)) * word;
-        std::memcpy(out + static_cast<size_t>(pos) * word, src,
-                    static_cast<size_t>(n) * word);
+        CopyBytes(out + static_cast<size_t>(pos) * word, src,
+                  static_cast<size_t>(n) * word, stream);
       }
       pos += n;
       at += n;
@@ -51,6 +53,7 @@ void JoinRows(int64_t count, int64_t outer, size_t word, char* out,
         ++i;
       }
     }
+    if (stream) StreamFence();
   });
 }
 

@@ -101,6 +101,22 @@ def case(op, dt):
         cos, sin = make((2, 1, 97, 65), dt), make((2, 1, 97, 65), dt)
         expected = REFERENCES["rotary_embedding"](x, cos, sin)
         return (lambda: ops.rotary_embedding(x, cos, sin)), expected, False
+    if op.endswith("_streamed"):  # out of 16.8M elements, past every
+        # dtype's threshold for non-temporal stores (plugins/cpu/stream_copy.h),
+        # at an odd element offset and with rows of 4099 elements, so that
+        # the copies start and end off the 64-byte lines
+        n = 4099
+        out = torch.empty(1 + n * n, dtype=dt)[1:]
+        if op == "embedding_streamed":
+            table, ids = make((61, n), dt), torch.randint(0, 61, (n,))
+            y = out.view(n, n)
+            return (lambda: ops.embedding(ids, table, out=y).clone()), table[ids], True
+        xs = [make((2049, n), dt), make((2049, n), dt)]
+        if op == "cat_streamed":
+            y = out[: 2049 * n * 2].view(2049, 2 * n)
+            return (lambda: ops.cat(xs, -1, out=y).clone()), torch.cat(xs, -1), True
+        y = out[: 2049 * 2 * n].view(2049, 2, n)
+        return (lambda: ops.stack(xs, 1, out=y).clone()), torch.stack(xs, 1), True
     if op in ("embedding", "embedding_strided"):  # 2 x 1031 ids of 67 columns
         table = make((509, 67), dt)
         if op == "embedding_strided":  # strided ids and table columns
@@ -141,6 +157,7 @@ OPS = [
     "matmul_kn_13", "matmul_rows", "matmul_batch", "matmul_rows_97", "matmul_rows_200",
     "rotary", "rotary_interleaved", "rotary_strided", "embedding", "embedding_strided",
     "cat", "cat_dim0", "cat_strided", "stack", "stack_strided",
+    "embedding_streamed", "cat_streamed", "stack_streamed",
     "attention", "attention_causal", "attention_decode",
 ]  # fmt: skip
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
