@@ -751,14 +751,15 @@ void Product(const T* a, Strided2d as, const T* b, Strided2d bs, T* out,
   // 256] 1.33 / 1.34, [128, 256, 256] 1.39 / 1.35, [128, 2048, 5632]
   // 1.19 / 1.25: BLIS packs the whole of b, which a few rows cannot repay.
   // Those BLIS figures came with its small-product kernels, which gemm.h
-  // now leaves out (their order of sums changed with a split's size);
-  // its blocked path alone lost to the dot products at every depth up to
-  // kDotRowsAnyDepth rows. On zen3 (AVX2), median µs at 1 / 2 threads,
-  // BLIS / dot products / torch: [2, 256, 256] 29.0 / 6.3 / 15.2 and
-  // 24.0 / 6.1 / 18.8, [8, 256, 256] 39.7 / 23.0 / 28.5 and 31.1 / 17.1 /
-  // 25.4, [8, 128, 128] 22.0 / 13.1 / 13.8 and 12.1 / 7.0 / 11.1,
-  // [5, 384, 384] 64.7 / 33.6 / 57.2, [12, 256, 256] 37.0 / 33.6 / 34.2;
-  // [16, 256, 256] 57.4 / 62.6 / 40.2 at one thread, where BLIS keeps it.
+  // now leaves out (their order of sums changed with a split's size).
+  // Its blocked path alone loses to the dot products at any depth for up
+  // to kDotRowsAnyDepth rows. On zen3 (AVX2), median µs, BLIS / dot
+  // products / torch, one thread: [2, 256, 256] 29.0 / 6.3 / 15.2,
+  // [8, 256, 256] 39.7 / 23.0 / 28.5, [8, 128, 128] 22.0 / 13.1 / 13.8,
+  // [5, 384, 384] 64.7 / 33.6 / 57.2, [12, 256, 256] 37.0 / 33.6 / 34.2,
+  // but [16, 256, 256] 57.4 / 62.6 / 40.2, where BLIS keeps it; two
+  // threads: [2, 256, 256] 24.0 / 6.1 / 18.8, [8, 256, 256] 31.1 / 17.1 /
+  // 25.4, [8, 128, 128] 12.1 / 7.0 / 11.1.
   constexpr int64_t kDotDepth = 512;
   constexpr int64_t kDotRowsAnyDepth = 12;
   if constexpr (std::is_same_v<T, float>) {
