@@ -117,7 +117,7 @@ tf_status Gather(const tf_call* call, const tf_tensor& ids,
   W* dst = DataOf<W>(out);
   const int64_t out_step = out.strides[out.ndim - 1];
   const int64_t table_step = table.strides[1];
-  const bool stream = n * dim >= kStreamOutputBytes / int64_t{sizeof(W)};
+  const bool stream = StreamsOutput(n * dim, sizeof(W));
   auto copy = [&](int64_t flat, int64_t, int64_t out_off) {
     const W* src = rows + checked[flat] * table.strides[0];
     W* row = dst + out_off;

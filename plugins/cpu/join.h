@@ -25,8 +25,7 @@ void JoinRows(int64_t count, int64_t outer, size_t word, char* out,
   for (int64_t t = 0; t < count; ++t) row += block_of(t);
   if (row == 0 || outer == 0) return;
   constexpr int64_t kBlock = 4096;
-  const bool stream =
-      outer * row >= kStreamOutputBytes / static_cast<int64_t>(word);
+  const bool stream = StreamsOutput(outer * row, word);
   ParallelForBlocks(outer * row, kBlock, 1, [&](int64_t first, int64_t last) {
     int64_t i = first / row;
     int64_t at = first % row;  // where in row i the share starts

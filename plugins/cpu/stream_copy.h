@@ -24,6 +24,12 @@ namespace torchferry::cpu {
 // the L3 of the machine that measured the figures above.
 constexpr int64_t kStreamOutputBytes = int64_t{32} << 20;
 
+// Whether a call whose whole output is `elements` words of `word` bytes
+// streams its copies (the `stream` of CopyBytes).
+inline bool StreamsOutput(int64_t elements, size_t word) {
+  return elements >= kStreamOutputBytes / static_cast<int64_t>(word);
+}
+
 // memcpy(dst, src, bytes); with `stream`, the aligned middle of dst is
 // written with non-temporal stores (x86; elsewhere plain memcpy). A thread
 // that streamed calls StreamFence() before it reports its share done, so
