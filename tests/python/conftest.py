@@ -17,6 +17,8 @@ import torch
 import torchferry
 from torchferry import bridge, check_cases, plugins
 
+import children
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # The bridge paths a torch tensor can take under this torch: the calibrated
@@ -255,14 +257,15 @@ def clean_env(**overrides):
 def run_python(code, timeout=180, **env):
     """Runs `code` in a fresh interpreter with a clean TORCHFERRY_* environment
     plus `env`; returns the CompletedProcess (text, both streams)."""
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        env=clean_env(PYTHONPATH=HERE, **env),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=HERE,
-    )
+    return run_child(["-c", textwrap.dedent(code)], clean_env(PYTHONPATH=HERE, **env), timeout=timeout, text=True)
+
+
+def run_child(args, env, cwd=HERE, timeout=180, text=False):
+    """subprocess.run([sys.executable, *args], env=env, cwd=cwd, timeout=timeout,
+    capture_output=True, text=text), forked from an interpreter that has
+    imported torch where only TORCHFERRY_* variables differ from the suite's
+    clean environment (children.py)."""
+    return children.run_child(args, env, cwd, timeout, text, zygote_env=clean_env(PYTHONPATH=HERE))
 
 
 # --- hostile-input tally -------------------------------------------------------

@@ -4,12 +4,10 @@ beside its own with each ratio over its own torch column, and that the
 sweep times every workload at every count."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-from conftest import HERE, clean_env
+from conftest import HERE, clean_env, run_child
 from torchferry.bench import report, section_threads
 from torchferry.bench.results import Case, Section, Target
 from torchferry.bench.timing import Result
@@ -66,8 +64,7 @@ def test_a_goal_over_a_group_says_whether_enough_met_it():
 
 def _bench(*args, threads="2", timeout=900):
     env = clean_env(PYTHONPATH=HERE, TORCHFERRY_BENCH_THREADS=threads)
-    return subprocess.run([sys.executable, "-m", "torchferry", "bench", "--quick", *args], env=env,
-                          capture_output=True, text=True, timeout=timeout, cwd=HERE)
+    return run_child(["-m", "torchferry", "bench", "--quick", *args], env, timeout=timeout, text=True)
 
 
 def test_a_quick_run_at_two_threads_times_both_pairs_and_sweeps(tmp_path):

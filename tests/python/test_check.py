@@ -8,12 +8,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 
 from torchferry import check_cases, plugins
-from conftest import HERE, clean_env
+from conftest import HERE, clean_env, run_child
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 WRONG_SRC = os.path.join(ROOT, "tests", "plugins", "wrong", "wrong.c")
@@ -54,8 +53,7 @@ STRAY_OUT = {
 
 
 def check(*args, timeout=900, **env):
-    r = subprocess.run([sys.executable, "-m", "torchferry", "check", *args], capture_output=True, text=True,
-                       timeout=timeout, env=clean_env(PYTHONPATH=HERE, **env), cwd=HERE)
+    r = run_child(["-m", "torchferry", "check", *args], clean_env(PYTHONPATH=HERE, **env), timeout=timeout, text=True)
     return r
 
 
@@ -143,9 +141,8 @@ from torchferry import check
 x, y = torch.randn(4, 6), torch.randn(4, 6)
 print(json.dumps(check.run_calls("add", [((x, y), {{"out": torch.empty(4, 6)}})])))
 """
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=HERE,
-                       env=clean_env(PYTHONPATH=HERE, TORCHFERRY_PLUGIN_PATH=wrong_dir / f"torchferry_{name}.so",
-                                     TORCHFERRY_PLUGINS=name))
+    env = clean_env(PYTHONPATH=HERE, TORCHFERRY_PLUGIN_PATH=wrong_dir / f"torchferry_{name}.so", TORCHFERRY_PLUGINS=name)
+    r = run_child(["-c", code], env, timeout=300, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
     status, detail = json.loads(r.stdout.strip().splitlines()[-1])
     assert status == "fail" and STRAY_OUT[flaw] in detail, detail

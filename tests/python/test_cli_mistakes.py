@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import torchferry
-from conftest import HERE, clean_env
+from conftest import HERE, clean_env, run_child
 
 pytestmark = pytest.mark.subprocess
 
@@ -34,8 +34,7 @@ def cli(*args, env=None, timeout=300):
         else:
             full[os.fsencode(k)] = os.fsencode(v)
     try:
-        return subprocess.run([sys.executable, "-m", "torchferry", *args], env=full, capture_output=True,
-                              timeout=timeout, cwd=HERE)
+        return run_child(["-m", "torchferry", *args], full, timeout=timeout)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
 

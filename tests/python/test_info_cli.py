@@ -12,7 +12,7 @@ import torch
 
 import torchferry
 from torchferry import bridge, info, plugins
-from conftest import assert_matches, clean_env, conversions, make, run_python
+from conftest import HERE, assert_matches, clean_env, conversions, make, run_child, run_python
 
 SHIM = bridge.shim_available()
 AUTO_PATH = "shim" if SHIM else "offset"
@@ -20,13 +20,7 @@ V1_OPS = {s["name"] for s in torchferry.ops.schemas() if s["declared_by"] is Non
 
 
 def cli(*args, **env):
-    r = subprocess.run(
-        [sys.executable, "-m", "torchferry", "info", *args],
-        env=clean_env(**env),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    r = run_child(["-m", "torchferry", "info", *args], clean_env(PYTHONPATH=HERE, **env), text=True)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout
 

@@ -7,13 +7,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import textwrap
 
 import pytest
 
 import torchferry
-from conftest import HERE, clean_env
+from conftest import HERE, clean_env, run_child
 
 PLUGINS = os.path.join(os.path.dirname(torchferry.__file__), "plugins")
 # glibc, the GCC runtimes, and what torch's own wheel brings for the plugins
@@ -54,7 +53,6 @@ def test_the_cpu_plugin_loads_the_carried_highway():
         assert ops.abs(torch.tensor([-1.5])).item() == 1.5
         print([l.split()[-1] for l in open('/proc/self/maps') if 'libhwy' in l][0])
     """
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=clean_env(PYTHONPATH=HERE),
-                       capture_output=True, text=True, timeout=120, cwd=HERE)  # fmt: skip
+    r = run_child(["-c", textwrap.dedent(code)], clean_env(PYTHONPATH=HERE), timeout=120, text=True)
     assert r.returncode == 0, r.stderr
     assert os.path.realpath(r.stdout.strip()) == os.path.realpath(os.path.join(PLUGINS, "libhwy.so.1"))

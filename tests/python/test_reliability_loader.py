@@ -30,7 +30,7 @@ import textwrap
 import pytest
 
 import torchferry
-from conftest import HERE, clean_env
+from conftest import HERE, clean_env, run_child
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SYNTHETIC_SRC = os.path.join(ROOT, "tests", "plugins")
@@ -85,10 +85,7 @@ def run(code, timeout=TIMEOUT, **env):
     for k, v in env.items():
         full[k] = v if isinstance(v, bytes) else str(v)
     try:
-        r = subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(code)],
-            env=full, capture_output=True, timeout=timeout, cwd=HERE,
-        )  # fmt: skip
+        r = run_child(["-c", textwrap.dedent(code)], full, timeout=timeout)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"hung for {timeout} s (import or call never returned); stderr: {e.stderr!r}")
     r.stdout = r.stdout.decode("utf-8", "backslashreplace")
