@@ -101,11 +101,8 @@ constexpr int Phases(int sums) { return sums >= 8 ? 1 : 8 / sums; }
 // 0.75-0.90 (three processes each, alternating), and 4 measured between.
 constexpr int64_t kMaxBlockDepth = 256;
 constexpr int64_t kStreamedDepth = 8;
-constexpr int64_t kResidentBytes = int64_t{1} << 20;
 inline int64_t BlockDepth(int64_t k, int64_t n) {
-  return k * n * static_cast<int64_t>(sizeof(float)) > kResidentBytes
-             ? kStreamedDepth
-             : kMaxBlockDepth;
+  return GemmRowsStreamsB(k, n) ? kStreamedDepth : kMaxBlockDepth;
 }
 
 // c[0, R) x columns (+)= a's block @ b[0, kb) x columns, a[r, p] at

@@ -40,4 +40,13 @@ bool GemmRows(const float* a, GemmOperand as, const float* b, GemmOperand bs,
 // of sums, depend on where it lies from the call's first column.
 int64_t GemmRowsColumnTile(int64_t m);
 
+// Whether GemmRows streams a b of depth k and whole_n columns from beyond
+// L2 (1 MiB, half of what this plugin's target CPUs have at least per core):
+// then it walks b a few rows at a time and loads and stores each tile of c
+// once per few rows, hundreds of times in a call (gemm_rows.cc, BlockDepth).
+inline bool GemmRowsStreamsB(int64_t k, int64_t whole_n) {
+  constexpr int64_t kResidentBytes = int64_t{1} << 20;
+  return k * whole_n * static_cast<int64_t>(sizeof(float)) > kResidentBytes;
+}
+
 }  // namespace torchferry::cpu

@@ -76,6 +76,17 @@ def case(op, dt):
     if op == "linear_64":
         x, w = make((64, 512), dt), make((1031, 512), dt)
         return (lambda: ops.linear(x, w, None)), REFERENCES["linear"](x, w, None), False
+    if op == "matmul_kn_batch":  # shares that span two products' columns
+        a, b = make((2, 8, 1024), dt), make((2, 1024, 1031), dt)
+        return (lambda: ops.matmul(a, b)), REFERENCES["matmul"](a, b), False
+    if op == "matmul_kn_out_t":  # each share's private columns copied to a strided out
+        a, b = make((8, 1024), dt), make((1024, 1031), dt)
+
+        def call():
+            out = torch.empty(1031, 8, dtype=dt).t()
+            return ops.matmul(a, b, out=out)
+
+        return call, REFERENCES["matmul"](a, b), False
     if op.startswith("matmul_kn_"):  # a few rows @ a contiguous [K, N]: GemmRows' tiles
         m = int(op.rsplit("_", 1)[1])
         a, b = make((m, 1024), dt), make((1024, 4099), dt)
@@ -154,7 +165,7 @@ OPS = [
     "abs", "neg", "exp", "silu", "add", "mul", "add_strided", "add_broadcast", "clamp", "cast",
     "silu_and_mul", "rms_norm", "add_rms_norm", "softmax", "softmax_dim0",
     "linear_1", "linear_8", "linear_64", "matmul_kn_1", "matmul_kn_3", "matmul_kn_8",
-    "matmul_kn_13", "matmul_rows", "matmul_batch", "matmul_rows_97", "matmul_rows_200",
+    "matmul_kn_13", "matmul_kn_batch", "matmul_kn_out_t", "matmul_rows", "matmul_batch", "matmul_rows_97", "matmul_rows_200",
     "rotary", "rotary_interleaved", "rotary_strided", "embedding", "embedding_strided",
     "cat", "cat_dim0", "cat_strided", "stack", "stack_strided",
     "embedding_streamed", "cat_streamed", "stack_streamed",
