@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The hardening stage of `./dev test`: proves that the bridge, the loader and
-# the plugins break nothing, in 22 - 29 minutes on two cores.
+# the plugins break nothing, in about 10 minutes on two cores.
 #
 #   tests/hardening/run.sh [--builds-only] BUILD_VENV [TEST_VENV...]
 #
