@@ -878,10 +878,20 @@ int64_t ColumnBlock(Strided2d bs, int64_t m, int64_t n) {
 }
 // A multiply-add of a product against an elementwise step (parallel.h): the
 // kernels run about this many per step's time, and a share below ~1M of
-// them cannot pay for a thread. A product with few rows is bound by reading
-// b instead (each element of b a step, as an elementwise op's input), so a
-// block costs the larger of the two.
+// them cannot pay for a thread. That holds for a split by rows (many rows,
+// the kernels near their peak).
 constexpr int64_t kMacsPerStep = 32;
+// A split by columns has few rows and streams b: a block costs its reads of
+// b, kBReadsPerStep to a step, plus its multiply-adds, kColumnMacsPerStep to
+// a step. Fitted on zen3 (AVX2, 2 vCPUs), in-process median us at 1 and 2
+// threads, b [K, N] / W.t(): [1, 256, 256] 2.9 and 2.8 / 3.0 and 3.8 (the
+// old rule, each element of b a step, split it: the bench measured 4.9 us
+// at 2 threads), which now stays whole, as does [2, 256, 256] (2.9 and 2.8
+// / 4.4 and 3.7); still split: [1, 384, 384] 6.1 and 5.3 / 7.9 and 4.5,
+// [4, 256, 256] 5.4 and 4.5 / 6.0 and 4.3, [8, 256, 256] 9.7 and 6.3 / 11.5
+// and 7.1; [8, 128, 128] stays whole (2.8 and 2.8).
+constexpr int64_t kBReadsPerStep = 2;
+constexpr int64_t kColumnMacsPerStep = 8;
 
 // Whether the shares of a split by columns write their outputs through
 // private buffers: where GemmRows streams b (gemm_rows.h) it stores each tile
@@ -941,8 +951,9 @@ void SplitProducts(const T* a, int64_t a_batch, Strided2d as, const T* b,
   const int64_t block = by_columns ? ColumnBlock<T>(bs, m, n) : kSplitRows;
   const int64_t blocks = ((by_columns ? n : m) + block - 1) / block;
   const int64_t macs = (by_columns ? m : n) * block * k;
-  const int64_t b_reads = by_columns ? block * k : 0;
-  int64_t cost = macs / kMacsPerStep > b_reads ? macs / kMacsPerStep : b_reads;
+  int64_t cost = by_columns
+                     ? block * k / kBReadsPerStep + macs / kColumnMacsPerStep
+                     : macs / kMacsPerStep;
   if (cost < 1) cost = 1;
   const bool private_out = by_columns && SharesRewriteOutput<T>(bs, m, k, n);
   // A share's consecutive blocks of one product are one call, so that a
