@@ -2,8 +2,8 @@
 at a fraction of their start-up: run_child() asks a zygote (zygote.py), an
 interpreter of this worker's that has imported torch, to fork the child, when
 the child's environment differs from the zygote's only in TORCHFERRY_*
-variables (and pytest's PYTEST_CURRENT_TEST); anything else, or TF_TEST_FRESH_CHILDREN=1, gets a real
-interpreter. Either way the caller gets subprocess.run's CompletedProcess, or
+variables (and pytest's PYTEST_CURRENT_TEST); anything else, or
+TF_TEST_FRESH_CHILDREN=1, gets a real interpreter. Either way the caller gets subprocess.run's CompletedProcess, or
 its TimeoutExpired after the child is killed.
 """
 

@@ -7,7 +7,6 @@ tensor says which bridge path it takes and proves it with path_counts().
 import contextlib
 import os
 import subprocess
-import sys
 import textwrap
 import zlib
 
