@@ -114,7 +114,7 @@ def case(op, dt):
         return (lambda: ops.rotary_embedding(x, cos, sin)), expected, False
     if op.endswith("_streamed"):  # out of 16.8M elements, past every
         # dtype's threshold for non-temporal stores (plugins/cpu/stream_copy.h),
-        # at an odd element offset and with rows of 4099 elements, so that
+        # mostly at an odd element offset and with rows of 4099 elements, so that
         # the copies start and end off the 64-byte lines
         n = 4099
         out = torch.empty(1 + n * n, dtype=dt)[1:]
@@ -122,6 +122,17 @@ def case(op, dt):
             table, ids = make((61, n), dt), torch.randint(0, 61, (n,))
             y = out.view(n, n)
             return (lambda: ops.embedding(ids, table, out=y).clone()), table[ids], True
+        if op in ("abs_streamed", "add_streamed", "clamp_streamed"):  # the flat loops
+            x, z, y = make((n, n), dt), make((n, n), dt), out.view(n, n)
+            if op == "abs_streamed":
+                return (lambda: ops.abs(x, out=y).clone()), x.abs(), True
+            if op == "add_streamed":
+                return (lambda: ops.add(x, z, out=y).clone()), x + z, True
+            hi = z.abs()
+            return (lambda: ops.clamp(x, -hi, hi, out=y).clone()), torch.clamp(x, -hi, hi), True
+        if op == "add_broadcast_streamed":  # rows of the strided walk, a fresh out
+            x, row = make((n, n), dt), make((1, n), dt)
+            return (lambda: ops.add(x, row)), x + row, True
         xs = [make((2049, n), dt), make((2049, n), dt)]
         if op == "cat_streamed":
             y = out[: 2049 * n * 2].view(2049, 2 * n)
@@ -169,6 +180,7 @@ OPS = [
     "rotary", "rotary_interleaved", "rotary_strided", "embedding", "embedding_strided",
     "cat", "cat_dim0", "cat_strided", "stack", "stack_strided",
     "embedding_streamed", "cat_streamed", "stack_streamed",
+    "abs_streamed", "add_streamed", "clamp_streamed", "add_broadcast_streamed",
     "attention", "attention_causal", "attention_decode",
 ]  # fmt: skip
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
