@@ -4,17 +4,17 @@
 // block of depth: for each row p of b in the block the tile's NV vectors of
 // b are loaded once and each of the R values a[r, p] (read in place where
 // a's rows are contiguous, else copied, transposed, into a small buffer per
-// block) is broadcast against them. R is all the rows of one pass (up to 16
-// with AVX-512's 32 registers, 4 with AVX2's 16), so b is read once per pass
-// and never copied. NV is as wide as the registers left allow; columns past
+// block) is broadcast against them. R is all the rows of one pass (up to 8
+// with AVX-512, 4 with AVX2: kPassRows), so b is read once per pass and
+// never copied. NV is as wide as the registers left allow; columns past
 // the last full tile go through a tile of two vectors where NV is wider, then
 // tiles of one vector, the last of them masked, whose sums are split over
 // phases of p so that enough independent chains hide the FMA latency.
 //
-// Measured on a model-167 Xeon (AVX-512), one thread, float32 [m, K] @
-// [K, N] from Python, against BLIS (its gemv for one row, its gemm with
-// packing otherwise) and torch: [1, 256, 256] 2.35 / 2.96 / 3.25 us,
-// [8, 256, 256] 7.1 / 12.5 / 7.7, [4, 512, 512] 14.3 / 25.7 / 15.2,
+// Measured on a model-167 Xeon (AVX-512, then in passes of 16 rows), one
+// thread, float32 [m, K] @ [K, N] from Python, against BLIS (its gemv for one
+// row, its gemm with packing otherwise) and torch: [1, 256, 256] 2.35 / 2.96
+// / 3.25 us, [8, 256, 256] 7.1 / 12.5 / 7.7, [4, 512, 512] 14.3 / 25.7 / 15.2,
 // [16, 256, 256] 13.6 / 22.5 / 12.4, [8, 1024, 1024] 177 / 254 / 177,
 // [12, 1024, 1024] 216 / 298 / 251, [1, 4096, 4096] 2632 / 2508 / 2647,
 // [3, 1000, 77] 7.6 / 30.0 / 6.1, [8, 4096, 16] 10.2 / 12.3 (the panels) /
@@ -73,8 +73,18 @@ constexpr int kLanes = sizeof(V) / sizeof(float);
 // Rows of one pass, and the vectors of a full tile for R rows: R * NV sums
 // and NV loaded vectors of b within 28 of AVX-512's 32 registers, 14 of
 // AVX2's 16 (the rest hold the broadcast and addresses).
+//
+// AVX-512's registers would hold a pass of 16 rows (16 x 1 vector), which
+// reads b half as often, but a tile's rows of a and of c then lie a row
+// apart, 4 KiB or a multiple where k or n is a multiple of 1024, and 16 or
+// more lines in one set of an 8-way L1 evict each other on every block. On
+// zen4, one thread, [m, K] @ [K, N] against torch, passes of 16 / of 8:
+// [16, 1024, 1024] 1005 / 415 us (torch 488-512), [16, 1024, 256] 185 / 77
+// (104-108), [12, 1024, 1024] 460 / 317 (403-432), [16, 4096, 4096] 18.2 /
+// 9.9 ms (14.7-15.6), [16, 256, 256] 21.1 / 18.8 us (27-31), and no shape
+// measured slower with 8.
 template <typename V>
-constexpr int kPassRows = kLanes<V> == 16 ? 16 : 4;
+constexpr int kPassRows = kLanes<V> == 16 ? 8 : 4;
 template <typename V>
 constexpr int TileVectors(int rows) {
   const int budget = kLanes<V> == 16 ? 28 : 14;
