@@ -77,16 +77,14 @@ template <typename O, typename F, typename... P>
 inline __attribute__((always_inline)) void StreamedLoop(
     O* __restrict o, int64_t n, const F& f, const P* __restrict... in) {
   constexpr int64_t kChunk = kStreamChunkBytes / sizeof(O);
-  const auto address = reinterpret_cast<uintptr_t>(o);
+  const int64_t head = ElementsToLine(o, sizeof(O));
   int64_t i = 0;
-  if (address % sizeof(O) == 0) {
-    const int64_t head = static_cast<int64_t>((64 - address % 64) % 64) /
-                         static_cast<int64_t>(sizeof(O));
+  if (head >= 0) {
     for (; i < head && i < n; ++i) o[i] = f(in[i]...);
     for (; i + kChunk <= n; i += kChunk) {
-      alignas(64) O chunk[kChunk];
+      alignas(kLineBytes) O chunk[kChunk];
       for (int64_t j = 0; j < kChunk; ++j) chunk[j] = f(in[i + j]...);
-      StreamLines(o + i, chunk, kStreamChunkBytes / 64);
+      StreamLines(o + i, chunk, kStreamChunkBytes / kLineBytes);
     }
   }
   for (; i < n; ++i) o[i] = f(in[i]...);
@@ -326,23 +324,20 @@ inline void BlockedRun(bool stream, T* o, int64_t os, const T* const* in,
       for (int j = 0; j < 16; ++j) r[j] = op(t[Is][j]...);
       Narrow16<Isa, T>(r, dst);
     };
-    const auto address = reinterpret_cast<uintptr_t>(o);
+    const int64_t head = ElementsToLine(o, sizeof(T));
     if (unit && stream &&
-        n * static_cast<int64_t>(sizeof(T)) >= kStreamRunBytes &&
-        address % sizeof(T) == 0) {
+        n * static_cast<int64_t>(sizeof(T)) >= kStreamRunBytes && head >= 0) {
       // As StreamedLoop: plain stores up to o's first whole line, then
       // kStreamChunkBytes at a time through a stack buffer.
       constexpr int64_t kChunk = kStreamChunkBytes / sizeof(T);
       static_assert(kChunk % 16 == 0);
-      const int64_t head = static_cast<int64_t>((64 - address % 64) % 64) /
-                           static_cast<int64_t>(sizeof(T));
       for (; start < head; ++start) {
         o[start] = Store<T>(op(Load(in[Is][start])...));
       }
       for (; start + kChunk <= n; start += kChunk) {
-        alignas(64) T chunk[kChunk];
+        alignas(kLineBytes) T chunk[kChunk];
         for (int64_t j = 0; j < kChunk; j += 16) sixteen(start + j, chunk + j);
-        StreamLines(o + start, chunk, kStreamChunkBytes / 64);
+        StreamLines(o + start, chunk, kStreamChunkBytes / kLineBytes);
       }
       streamed = true;
     }

@@ -31,13 +31,26 @@ inline bool StreamsOutput(int64_t elements, size_t word) {
   return elements >= kStreamOutputBytes / static_cast<int64_t>(word);
 }
 
-// Writes `lines` 64-byte lines from src to dst with non-temporal stores; dst
-// is 64-byte aligned, src need not be (x86; elsewhere plain memcpy).
+// The cache line: what a non-temporal store writes whole.
+constexpr size_t kLineBytes = 64;
+
+// Elements of `word` bytes from p up to the first line boundary at or after
+// it; -1 where p is not a multiple of `word`, so that no element of it starts
+// a line.
+inline int64_t ElementsToLine(const void* p, size_t word) {
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  if (address % word != 0) return -1;
+  return static_cast<int64_t>((kLineBytes - address % kLineBytes) % kLineBytes /
+                              word);
+}
+
+// Writes `lines` lines from src to dst with non-temporal stores; dst starts
+// a line, src need not (x86; elsewhere plain memcpy).
 inline void StreamLines(void* dst, const void* src, size_t lines) {
 #if defined(__SSE2__)
   auto* d = static_cast<char*>(dst);
   const auto* s = static_cast<const char*>(src);
-  for (size_t l = 0; l < lines; ++l, d += 64, s += 64) {
+  for (size_t l = 0; l < lines; ++l, d += kLineBytes, s += kLineBytes) {
     const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
     const __m128i v1 =
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 16));
@@ -51,7 +64,7 @@ inline void StreamLines(void* dst, const void* src, size_t lines) {
     _mm_stream_si128(reinterpret_cast<__m128i*>(d + 48), v3);
   }
 #else
-  std::memcpy(dst, src, lines * 64);
+  std::memcpy(dst, src, lines * kLineBytes);
 #endif
 }
 
@@ -60,16 +73,14 @@ inline void StreamLines(void* dst, const void* src, size_t lines) {
 // StreamFence() before it reports its share done, so that the stores are
 // visible to whoever reads out next.
 inline void CopyBytes(void* dst, const void* src, size_t bytes, bool stream) {
-  constexpr size_t kLine = 64;
-  if (stream && bytes >= 4 * kLine) {
+  if (stream && bytes >= 4 * kLineBytes) {
     auto* d = static_cast<char*>(dst);
     const auto* s = static_cast<const char*>(src);
-    const size_t head =
-        (kLine - reinterpret_cast<uintptr_t>(d) % kLine) % kLine;
+    const auto head = static_cast<size_t>(ElementsToLine(d, 1));
     std::memcpy(d, s, head);
-    const size_t lines = (bytes - head) / kLine;
+    const size_t lines = (bytes - head) / kLineBytes;
     StreamLines(d + head, s + head, lines);
-    const size_t done = head + lines * kLine;
+    const size_t done = head + lines * kLineBytes;
     std::memcpy(d + done, s + done, bytes - done);
     return;
   }
