@@ -1,13 +1,12 @@
 // Outputs too large to stay in cache (copies in embedding, cat and stack;
 // elementwise results, map.h) are written with non-temporal stores, which write
 // whole lines to memory without first reading them in. A plain store to a line
-// not in cache reads it first
-// ("read for ownership"), so a copy into a large output moves each byte of
-// it twice. Measured on zen3 (32 MiB L3), 4096 rows copied from a 64-row
-// table, one thread / two: 64 MiB out 8.09 / 5.04 ms with memcpy, 3.40 /
-// 3.20 ms streamed; 32 MiB out 4.31 / 2.30 against 2.17 / 1.57 ms; but
-// 8 MiB out 0.27 / 0.14 against 0.40 / 0.21 ms, where the output stays in
-// cache and streaming it out only costs. Hence a threshold on the whole
+// not in cache reads it first ("read for ownership"), so a copy into a large
+// output moves each byte of it twice. Measured on zen3 (32 MiB L3), 4096 rows
+// copied from a 64-row table, one thread / two: 64 MiB out 8.09 / 5.04 ms with
+// memcpy, 3.40 / 3.20 ms streamed; 32 MiB out 4.31 / 2.30 against 2.17 / 1.57
+// ms; but 8 MiB out 0.27 / 0.14 against 0.40 / 0.21 ms, where the output stays
+// in cache and streaming it out only costs. Hence a threshold on the whole
 // output, not on a copy's length.
 #pragma once
 
